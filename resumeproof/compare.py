@@ -1,0 +1,106 @@
+"""Tree comparison of two JSON values, as PROTOCOL.md section 4 defines it.
+
+Same structure (keys, lengths, JSON type at every place: an int is not a float), numbers within
+`atol` with no relative tolerance, every non-finite number a failure (NaN never equals NaN),
+strings, booleans and null equal. Mismatches are reported by path, e.g. `history[6].rows`.
+"""
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_REPORTED = 20  # mismatches kept for the report; the count covers them all
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    path: str
+    reason: str
+
+
+@dataclass
+class Comparison:
+    atol: float
+    mismatches: list[Mismatch] = field(default_factory=list)
+    count: int = 0  # every mismatch, including those not kept
+    max_abs_diff: float = 0.0  # over numeric leaves present and finite on both sides
+
+    @property
+    def concordant(self) -> bool:
+        return self.count == 0
+
+    @property
+    def first_path(self) -> str | None:
+        return self.mismatches[0].path if self.mismatches else None
+
+    def add(self, path: str, reason: str) -> None:
+        self.count += 1
+        if len(self.mismatches) < MAX_REPORTED:
+            self.mismatches.append(Mismatch(path, reason))
+
+
+def json_type(value: Any) -> str:
+    # bool before int: in Python, True is an int.
+    for name, kind in (("bool", bool), ("int", int), ("float", float), ("string", str)):
+        if isinstance(value, kind):
+            return name
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def compare(a: Any, b: Any, atol: float, path: str = "") -> Comparison:
+    """Compare two JSON trees; the result lists where they differ, by path below `path`."""
+    result = Comparison(atol=atol)
+    _walk(a, b, path, result)
+    return result
+
+
+def _walk(a: Any, b: Any, path: str, out: Comparison) -> None:
+    ta, tb = json_type(a), json_type(b)
+    if ta != tb:
+        out.add(path, f"type {ta} != {tb}")
+    elif ta == "object":
+        if a.keys() != b.keys():
+            only_a, only_b = sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys())
+            out.add(path, f"keys differ: only left {only_a}, only right {only_b}")
+        for key in (k for k in a if k in b):
+            _walk(a[key], b[key], join(path, key), out)
+    elif ta == "array":
+        if len(a) != len(b):
+            out.add(path, f"length {len(a)} != {len(b)}")
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):  # a length mismatch is already reported
+            _walk(x, y, join(path, i), out)
+    elif ta in ("int", "float"):
+        _numbers(a, b, path, out)
+    elif a != b:
+        out.add(path, f"{a!r} != {b!r}")
+
+
+def _numbers(a: float, b: float, path: str, out: Comparison) -> None:
+    if not all(isinstance(v, int) or math.isfinite(v) for v in (a, b)):
+        out.add(path, f"non-finite value ({a!r} vs {b!r})")
+        return
+    diff = abs(a - b)  # exact for ints, so huge ints are never rounded into a match
+    as_float = float(diff) if diff < 1e308 else math.inf
+    out.max_abs_diff = max(out.max_abs_diff, as_float)
+    if diff > out.atol:
+        out.add(path, f"{a!r} vs {b!r}: |diff| {as_float:.3g} > atol {out.atol:g}")
+
+
+def compare_keys(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, ...], atol: float) -> Comparison:
+    """Compare the named top-level keys of two summaries into one result, paths rooted at the key."""
+    result = Comparison(atol=atol)
+    for key in keys:
+        _walk(a[key], b[key], key, result)
+    return result

@@ -1,0 +1,90 @@
+"""sha256 fingerprints in `sha256sum` format, and the fsync-and-rename write they travel with."""
+
+import hashlib
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+SIDECAR_SUFFIX = ".sha256"
+_LINE = re.compile(r"([0-9a-f]{64})  (\S.*)\n?")
+
+
+class FingerprintError(Exception):
+    """A file's fingerprint is missing, malformed or does not match its bytes."""
+
+
+def sidecar(path: Path) -> Path:
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def fsync_dir(directory: Path) -> None:
+    # A rename is only durable once the directory entry itself reaches the disk.
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes, check: Callable[[bytes], object] | None = None) -> str:
+    """Write `data` beside `path` under a temporary name, fsync, read it back, check it, rename it
+    into place and fsync the directory: a crash leaves either the old state or the complete file.
+    Returns the sha256 of the bytes read back from disk, not of the buffer in memory."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        on_disk = tmp.read_bytes()
+        if on_disk != data:
+            raise OSError(f"{tmp}: {len(on_disk)} bytes read back differ from the {len(data)} written")
+        if check is not None:
+            check(on_disk)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # after a failure, no temporary file is left behind
+    fsync_dir(path.parent)
+    return sha256_bytes(on_disk)
+
+
+def write_sidecar(path: Path, digest: str) -> None:
+    write_atomic(sidecar(path), f"{digest}  {path.name}\n".encode("ascii"))
+
+
+def read_sidecar(path: Path) -> str:
+    """The digest recorded for `path` in its `.sha256` file."""
+    side = sidecar(path)
+    try:
+        text = side.read_text(encoding="ascii")
+    except FileNotFoundError:
+        raise FingerprintError(f"{path}: fingerprint file {side.name} is missing") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise FingerprintError(f"{side}: unreadable fingerprint ({err})") from None
+    match = _LINE.fullmatch(text)
+    if match is None:
+        raise FingerprintError(f"{side}: not one '<64 hex digits>  <name>' line (sha256sum format)")
+    if match.group(2) != path.name:
+        raise FingerprintError(f"{side}: names {match.group(2)!r}, expected {path.name!r}")
+    return match.group(1)
+
+
+def verify(path: Path, data: bytes | None = None) -> str:
+    """Check `path` (or its bytes already read) against its sidecar; return the digest."""
+    expected = read_sidecar(path)
+    actual = sha256_bytes(data) if data is not None else sha256_file(path)
+    if actual != expected:
+        raise FingerprintError(
+            f"{path}: sha256 {actual[:12]}... does not match {sidecar(path).name} ({expected[:12]}...)"
+        )
+    return actual

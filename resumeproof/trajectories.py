@@ -1,0 +1,99 @@
+"""Run trajectories as fresh processes: at most `jobs` at once, each after the ones it needs.
+
+Every process gets its own log file and its own session, so that a timeout kills the trainer and
+anything it started. A trajectory counts as done only once `accept` has checked what it wrote;
+its dependents start only after that.
+"""
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
+
+
+class TrajectoryError(Exception):
+    """A trajectory did not complete, or what it wrote is unusable."""
+
+
+@dataclass
+class Trajectory:
+    name: str
+    argv: list[str]
+    output: Path  # the directory the process writes (its --output)
+    log: Path
+    after: tuple[str, ...] = ()  # trajectories that must be done first
+    status: str = QUEUED
+    exit_code: int | None = None
+    started: float | None = None
+    seconds: float | None = None
+    error: str | None = None
+    results: dict = field(default_factory=dict)  # filled by `accept`
+
+    def elapsed(self) -> float:
+        if self.seconds is not None:
+            return self.seconds
+        return time.perf_counter() - self.started if self.started is not None else 0.0
+
+
+def run_all(
+    trajectories: list[Trajectory],
+    jobs: int,
+    timeout: float,
+    accept: Callable[[Trajectory], None],
+    refresh: Callable[[], None] = lambda: None,
+) -> None:
+    """Run every trajectory whose dependencies are done; mark the rest skipped."""
+    by_name = {t.name: t for t in trajectories}
+    pending, running = list(trajectories), dict[Future, Trajectory]()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        while pending or running:
+            for t in list(pending):
+                needs = [by_name[name].status for name in t.after]
+                if any(status in (FAILED, SKIPPED) for status in needs):
+                    pending.remove(t)
+                    t.status, t.error = SKIPPED, f"needs {', '.join(t.after)}"
+                elif all(status == DONE for status in needs) and len(running) < jobs:
+                    pending.remove(t)
+                    t.status, t.started = RUNNING, time.perf_counter()
+                    running[pool.submit(_run, t, timeout, accept)] = t
+            refresh()
+            finished, _ = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
+            for future in finished:
+                running.pop(future).status = DONE if future.result() is None else FAILED
+    refresh()
+
+
+def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], None]) -> str | None:
+    """Run one process to its end; return None when accepted, else the reason (also in t.error)."""
+    try:
+        t.exit_code = _spawn_and_wait(t, timeout)
+        if t.exit_code != 0:
+            raise TrajectoryError(f"exited with status {t.exit_code} (log: {t.log})")
+        accept(t)
+    except TrajectoryError as err:
+        t.error = f"{t.name}: {err}"
+    finally:
+        t.seconds = time.perf_counter() - (t.started or time.perf_counter())
+    return t.error
+
+
+def _spawn_and_wait(t: Trajectory, timeout: float) -> int:
+    with open(t.log, "wb") as log:
+        try:
+            proc = subprocess.Popen(
+                t.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        except OSError as err:  # no such command, not executable, ...
+            raise TrajectoryError(f"cannot start {t.argv[0]!r}: {err.strerror or err}") from None
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the trainer and its children
+            proc.wait()
+            raise TrajectoryError(f"timed out after {timeout:g} s and was killed (log: {t.log})") from None

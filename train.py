@@ -1,0 +1,326 @@
+"""Reference trainer: a small, fully specified float64 CPU training that checkpoints every state.
+
+    python -B train.py --steps 10 --output runs/continuous
+    python -B train.py --steps 5 --output runs/interrupted
+    python -B train.py --steps 5 --output runs/resumed --resume runs/interrupted/checkpoint.pt
+
+It follows resume-protocol/1 (docs/protocol.md): `--steps` counts the updates this process runs,
+`--output` must not exist, and the directory receives checkpoint.pt, checkpoint.pt.sha256 and
+summary.json. Network 2 -> 8 -> 1 with dropout (33 parameters), Adam, StepLR; randomness from
+Python's random (input gain), NumPy PCG64 (input noise, epoch permutations) and torch (dropout).
+"""
+
+import os
+
+# Before torch loads: one thread whatever the environment says, and no scan of the installed
+# packages for out-of-tree device backends (this run is CPU only).
+os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+
+import hashlib
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+import torch
+from torch import nn
+
+from resumeproof import checkpoint as ckpt
+from resumeproof import eager, fingerprint, protocol
+from resumeproof.rng import Generators
+
+HERE = Path(__file__).resolve().parent
+DATA_FILE = HERE / "data" / "synthetic.csv"
+# The code identity: the trainer and every module that decides what it computes or restores.
+CODE_FILES = [Path(__file__).resolve(), *(HERE / "resumeproof" / m for m in ("checkpoint.py", "rng.py", "eager.py"))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Experiment:
+    rows: int = 24  # synthetic data set size (data/synthetic.csv)
+    inputs: int = 2  # input variables per row
+    hidden: int = 8  # 2 -> 8 -> 1 gives 33 parameters
+    dropout: float = 0.25  # masks drawn from torch's default generator
+    batch: int = 4  # rows per update: 6 updates per epoch
+    lr: float = 0.03  # Adam
+    lr_step: int = 3  # StepLR step_size
+    lr_gamma: float = 0.5  # StepLR gamma
+    input_noise: float = 0.02  # std of the NumPy noise added to each input
+    gain_jitter: float = 0.05  # Python random draws a gain in [1 - jitter, 1 + jitter] per batch
+    seed: int = 0
+    dtype: str = "float64"
+
+    def __post_init__(self) -> None:
+        if self.rows % self.batch:
+            raise ValueError(f"Experiment.batch={self.batch} must divide Experiment.rows={self.rows}")
+        if self.seed < 0:
+            raise ValueError(f"Experiment.seed must be >= 0, got {self.seed}")
+
+
+class RunError(Exception):
+    """The run cannot start: bad output directory or data."""
+
+
+# -- data, model, progress ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Data:
+    x: torch.Tensor
+    y: torch.Tensor
+    sha256: str
+
+
+def load_data(exp: Experiment) -> Data:
+    raw = DATA_FILE.read_bytes()
+    table = np.loadtxt(DATA_FILE, delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
+    if table.shape != (exp.rows, exp.inputs + 1):
+        raise RunError(f"{DATA_FILE}: shape {table.shape}, expected ({exp.rows}, {exp.inputs + 1})")
+    tensor = torch.from_numpy(table)
+    return Data(x=tensor[:, : exp.inputs], y=tensor[:, exp.inputs :], sha256=hashlib.sha256(raw).hexdigest())
+
+
+def build(exp: Experiment) -> tuple[nn.Module, torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    model = nn.Sequential(
+        nn.Linear(exp.inputs, exp.hidden), nn.Tanh(), nn.Dropout(exp.dropout), nn.Linear(exp.hidden, 1)
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=exp.lr)
+    # The scheduler must exist before optimizer.load_state_dict(): its constructor writes the
+    # initial lr into the param groups and would overwrite a restored one.
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=exp.lr_step, gamma=exp.lr_gamma)
+    return model, optimizer, scheduler
+
+
+@dataclass
+class Progress:
+    """Where the run is: updates done, and the position inside the current epoch's permutation."""
+
+    step: int
+    epoch: int
+    cursor: int
+    permutation: list[int]
+    history: list[dict[str, Any]]
+
+    def take(self, batch: int, numpy_rng: np.random.Generator) -> list[int]:
+        if self.cursor == len(self.permutation):  # drawn lazily, so a checkpoint at an epoch end
+            self.permutation = numpy_rng.permutation(len(self.permutation)).tolist()  # holds no
+            self.epoch, self.cursor = self.epoch + 1, 0  # draw that belongs to the next update
+        rows = self.permutation[self.cursor : self.cursor + batch]
+        self.cursor += batch
+        return rows
+
+
+def fresh_progress(exp: Experiment, gens: Generators) -> Progress:
+    return Progress(0, 0, 0, gens.numpy.permutation(exp.rows).tolist(), [])
+
+
+# -- one update ---------------------------------------------------------------------------------
+
+
+def train_step(
+    exp: Experiment, model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, gens: Generators,
+    data: Data, progress: Progress,
+) -> dict[str, Any]:  # fmt: skip
+    rows = progress.take(exp.batch, gens.numpy)
+    noise = torch.from_numpy(gens.numpy.normal(0.0, exp.input_noise, size=(exp.batch, exp.inputs)))
+    gain = 1.0 + gens.python.uniform(-exp.gain_jitter, exp.gain_jitter)
+    lr = optimizer.param_groups[0]["lr"]
+    optimizer.zero_grad()
+    loss = nn.functional.mse_loss(model((data.x[rows] + noise) * gain), data.y[rows])
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    progress.step += 1
+    return {"step": progress.step, "rows": rows, "lr": lr, "loss": loss.item()}
+
+
+# -- checkpoint: capture and restore mirror each other, section by section ---------------------
+
+
+def capture(exp: Experiment, model, optimizer, scheduler, gens: Generators, progress: Progress, data: Data) -> dict:
+    return {
+        ckpt.FORMAT_KEY: ckpt.FORMAT,
+        ckpt.MODEL: dict(model.state_dict()),
+        ckpt.OPTIMIZER: optimizer.state_dict(),
+        ckpt.SCHEDULER: scheduler.state_dict(),
+        ckpt.RNG: gens.state(),
+        ckpt.DATA: {
+            "permutation": torch.tensor(progress.permutation, dtype=torch.int64),
+            "cursor": progress.cursor,
+            "epoch": progress.epoch,
+        },
+        ckpt.PROGRESS: {"step": progress.step},
+        ckpt.HISTORY: progress.history,
+        ckpt.CONFIG: asdict(exp),
+        ckpt.VERSIONS: versions(),
+        ckpt.IDENTITY: identity(data),
+    }
+
+
+def restore(state: dict, model, optimizer, scheduler) -> Progress:
+    """Model, scheduler, optimizer, then progress and history; the generators are left to the caller,
+    to be restored last, right before the loop."""
+    model.load_state_dict(state[ckpt.MODEL])
+    scheduler.load_state_dict(state[ckpt.SCHEDULER])
+    optimizer.load_state_dict(state[ckpt.OPTIMIZER])
+    data = state[ckpt.DATA]
+    return Progress(
+        step=state[ckpt.PROGRESS]["step"],
+        epoch=data["epoch"],
+        cursor=data["cursor"],
+        permutation=data["permutation"].tolist(),
+        history=list(state[ckpt.HISTORY]),
+    )
+
+
+def versions() -> dict[str, str]:
+    return {"python": platform.python_version(), "torch": str(torch.__version__), "numpy": np.__version__}
+
+
+def identity(data: Data) -> dict[str, str]:
+    code = hashlib.sha256()
+    for path in CODE_FILES:
+        code.update(path.name.encode() + b"\0" + path.read_bytes())
+    return {"code_sha256": code.hexdigest(), "data_sha256": data.sha256}
+
+
+def expected(exp: Experiment, model: nn.Module, data: Data) -> ckpt.Expected:
+    return ckpt.Expected(
+        params={name: tuple(t.shape) for name, t in model.state_dict().items()},
+        config=asdict(exp),
+        identity=identity(data),
+        versions=versions(),
+        rows=exp.rows,
+        batch=exp.batch,
+    )
+
+
+# -- summary.json: the comparison surface -------------------------------------------------------
+
+
+def plain(value: Any) -> Any:
+    """A JSON tree from a state dict: tensors to (nested) lists, tuples to lists, keys to strings."""
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+def evaluate(model: nn.Module, data: Data) -> dict[str, Any]:
+    model.eval()  # no dropout, so evaluation draws nothing from any generator
+    with torch.no_grad():
+        predictions = model(data.x)
+    model.train()
+    return {"mse": nn.functional.mse_loss(predictions, data.y).item(), "predictions": predictions.flatten().tolist()}
+
+
+def summarize(model, optimizer, scheduler, gens: Generators, progress: Progress, data: Data) -> dict:
+    return {
+        "protocol": protocol.PROTOCOL,
+        "step": progress.step,
+        "history": progress.history,
+        "state": {
+            "params": plain(model.state_dict()),
+            "optimizer": plain(optimizer.state_dict()),
+            "scheduler": plain(scheduler.state_dict()),
+            "progress": {"epoch": progress.epoch, "cursor": progress.cursor, "permutation": progress.permutation},
+        },
+        "next": {"lr": optimizer.param_groups[0]["lr"], "rng": gens.peek()},
+        "eval": evaluate(model, data),
+    }
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+def refuse_existing(output: Path) -> None:
+    if output.exists() or output.is_symlink():
+        raise RunError(f"--output {output}: already exists; refusing to touch it")
+
+
+def make_output_dir(output: Path) -> None:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        output.mkdir()  # fails, rather than merging, if another process created it meanwhile
+    except FileExistsError:
+        raise RunError(f"--output {output}: created by someone else meanwhile; refusing to touch it") from None
+
+
+def run(exp: Experiment, steps: int, output: Path, resume: Path | None, omit_rng_restore: bool, override: bool) -> None:
+    started = time.perf_counter()
+    refuse_existing(output)  # checked first, so a refused run leaves nothing behind
+    torch.set_num_threads(1)
+    torch.set_default_dtype(torch.float64)
+    # torch.use_deterministic_algorithms(True) also imports the inductor config (with TorchDynamo,
+    # over a second) to configure a compiler this eager run never uses; set only the eager flag.
+    torch._C._set_deterministic_algorithms(True)
+    eager.skip_dynamo_import()
+    data = load_data(exp)
+    gens = Generators.seeded(exp.seed)
+    model, optimizer, scheduler = build(exp)
+    progress = fresh_progress(exp, gens)
+    overridden: list[str] = []
+    if resume is not None:
+        state, overridden = ckpt.load(resume, expected(exp, model, data), override)
+        progress = restore(state, model, optimizer, scheduler)
+        if not omit_rng_restore:
+            gens.restore(state[ckpt.RNG])  # last: nothing may draw between this and the loop
+    make_output_dir(output)
+    ready = time.perf_counter()
+
+    for i in range(steps):
+        record = train_step(exp, model, optimizer, scheduler, gens, data, progress)
+        if i == 0 and overridden:
+            record["override"] = overridden  # compared, so an overridden resume is never concordant
+        progress.history.append(record)
+    trained = time.perf_counter()
+
+    path = output / protocol.CHECKPOINT
+    digest = ckpt.save(path, capture(exp, model, optimizer, scheduler, gens, progress, data))
+    written = time.perf_counter()
+    summary = summarize(model, optimizer, scheduler, gens, progress, data)
+    summary["meta"] = {
+        "argv": sys.argv,
+        "resumed_from": str(resume) if resume else None,
+        "rng_restored": resume is not None and not omit_rng_restore,
+        "checkpoint_sha256": digest,
+        "versions": versions(),
+        "identity": identity(data),
+        "threads": torch.get_num_threads(),
+        "dtype": str(torch.get_default_dtype()).removeprefix("torch."),
+        "device": "cpu",
+        "seconds": {"setup": ready - started, "train": trained - ready, "checkpoint": written - trained},
+    }
+    fingerprint.write_atomic(output / protocol.SUMMARY, protocol.dumps(summary).encode())
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--steps", type=click.IntRange(min=0), required=True, help="Updates this process runs.")
+@click.option("--output", type=click.Path(path_type=Path), required=True, help="Run directory; must not exist.")
+@click.option("--resume", type=click.Path(path_type=Path), help="Checkpoint to continue from.")
+@click.option("--omit-rng-restore", is_flag=True, help="Resume WITHOUT restoring the random generators.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of all generators.")
+@click.option("--override-identity", is_flag=True, help="Resume a checkpoint from other code, data or versions.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+def main(steps, output, resume, omit_rng_restore, seed, override_identity, debug) -> None:
+    """Train the reference experiment for STEPS updates and write a complete, fingerprinted checkpoint."""
+    if omit_rng_restore and resume is None:
+        raise click.UsageError("--omit-rng-restore needs --resume")
+    try:
+        run(Experiment(seed=seed), steps, output, resume, omit_rng_restore, override_identity)
+    except (RunError, ckpt.CheckpointError, OSError) as err:
+        if debug:
+            raise
+        click.echo(f"train.py: error: {err}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
