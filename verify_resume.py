@@ -130,6 +130,8 @@ def verify(s: Settings, out) -> dict[str, Any]:
     trajectories = plan(s)
     with Live(report.progress_table(trajectories), console=out, refresh_per_second=8) as live:
         run_all(trajectories, s.jobs, s.timeout, accepter(s), lambda: live.update(report.progress_table(trajectories)))
+    if not out.is_terminal:
+        out.line()  # Live ends its last line only on a terminal
     document: dict[str, Any] = {
         "all_checks_passed": False,
         "positive": False,

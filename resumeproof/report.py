@@ -16,7 +16,8 @@ STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
 
 
 def console() -> Console:
-    return Console(stderr=True, highlight=False)
+    # soft_wrap: a one-line message stays one line in a log, whatever the terminal width.
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def progress_table(trajectories: list[Trajectory]) -> Table:

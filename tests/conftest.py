@@ -1,0 +1,45 @@
+"""Shared fixtures: paths, fresh-process runners, and one trained checkpoint reused by many tests."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TRAINERS = Path(__file__).resolve().parent / "trainers"
+sys.path.insert(0, str(REPO))  # the scripts and the package, as `python -B train.py` sees them
+
+
+def run_script(script: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """A fresh interpreter, as the verifier runs trainers: `python -B SCRIPT ARGS`."""
+    return subprocess.run(
+        [sys.executable, "-B", str(script), *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, cwd=REPO,
+    )  # fmt: skip
+
+
+def run_train(*args: str) -> subprocess.CompletedProcess:
+    return run_script(REPO / "train.py", *args)
+
+
+def run_verify(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return run_script(REPO / "verify_resume.py", *args, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def interrupted_run(tmp_path_factory) -> Path:
+    """A train.py run of 5 steps (mid-epoch): its directory holds checkpoint.pt, .sha256, summary.json."""
+    out = tmp_path_factory.mktemp("session") / "interrupted"
+    proc = run_train("--steps", "5", "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def continuous_run(tmp_path_factory) -> Path:
+    """A train.py run of 10 steps: across the epoch boundary at 6."""
+    out = tmp_path_factory.mktemp("session") / "continuous"
+    proc = run_train("--steps", "10", "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    return out

@@ -1,0 +1,92 @@
+"""Tree comparison as PROTOCOL.md section 4 defines it."""
+
+import math
+
+import pytest
+
+from resumeproof.compare import MAX_REPORTED, compare, compare_keys
+
+ATOL = 1e-12
+
+
+def test_identical_trees_are_concordant_with_zero_deviation():
+    tree = {"a": [1, 2.5, {"b": "x", "c": None, "d": True}], "e": -0.0}
+    result = compare(tree, tree, ATOL)
+    assert result.concordant
+    assert result.max_abs_diff == 0.0
+    assert result.first_path is None
+
+
+def test_difference_within_atol_matches_and_is_measured():
+    result = compare({"w": 1.0}, {"w": 1.0 + 5e-13}, ATOL)
+    assert result.concordant
+    assert 4e-13 < result.max_abs_diff < 6e-13
+
+
+def test_difference_just_above_atol_is_a_mismatch_with_no_relative_tolerance():
+    # 1e6 * (1 + 1e-15) differs by ~1e-9: any rtol would accept it, atol 1e-12 must not.
+    result = compare([1e6], [1e6 * (1 + 1e-15)], ATOL)
+    assert not result.concordant
+    assert result.first_path == "[0]"
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_number_is_a_failure_even_when_equal_on_both_sides(bad):
+    result = compare({"loss": bad}, {"loss": bad}, ATOL)
+    assert not result.concordant
+    assert result.mismatches[0].path == "loss"
+    assert "non-finite" in result.mismatches[0].reason
+
+
+def test_int_where_the_other_has_a_float_is_a_structural_difference():
+    result = compare({"step": 1}, {"step": 1.0}, ATOL)
+    assert not result.concordant
+    assert "type int != float" in result.mismatches[0].reason
+
+
+def test_bool_is_not_an_int():
+    assert not compare([True], [1], ATOL).concordant
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "path", "reason"),
+    [
+        ({"x": 1, "y": 2}, {"x": 1}, "", "keys differ"),
+        ({"h": [1, 2, 3]}, {"h": [1, 2]}, "h", "length 3 != 2"),
+        ({"s": "adam"}, {"s": "sgd"}, "s", "'adam' != 'sgd'"),
+        ({"n": None}, {"n": 0}, "n", "type null != int"),
+        ({"o": {}}, {"o": []}, "o", "type object != array"),
+    ],
+)
+def test_structure_and_value_differences_are_named_by_path(a, b, path, reason):
+    result = compare(a, b, ATOL)
+    assert not result.concordant
+    assert result.mismatches[0].path == path
+    assert reason in result.mismatches[0].reason
+
+
+def test_paths_name_object_keys_with_dots_and_array_items_with_brackets():
+    a = {"state": {"params": {"0.weight": [[0.0, 0.0], [0.0, 0.0]]}}}
+    b = {"state": {"params": {"0.weight": [[0.0, 0.0], [0.0, 1.0]]}}}
+    assert compare(a, b, ATOL).first_path == "state.params.0.weight[1][1]"
+
+
+def test_huge_ints_are_compared_exactly():
+    big = 2**127 + 5
+    assert not compare(big, big + 1, ATOL).concordant
+    assert compare(big, big, ATOL).concordant
+
+
+def test_all_mismatches_are_counted_but_only_the_first_few_kept():
+    result = compare(list(range(100)), [x + 1 for x in range(100)], ATOL)
+    assert result.count == 100
+    assert len(result.mismatches) == MAX_REPORTED
+    assert result.max_abs_diff == 1.0
+
+
+def test_compare_keys_roots_paths_at_each_summary_key():
+    a = {"step": 2, "history": [{"rows": [1, 2]}], "meta": {"t": 1.0}}
+    b = {"step": 2, "history": [{"rows": [1, 3]}], "meta": {"t": 9.0}}
+    result = compare_keys(a, b, ("step", "history"), ATOL)
+    assert result.first_path == "history[0].rows[1]"
+    assert result.count == 1  # meta is not compared
