@@ -188,9 +188,15 @@ def identity(data: Data) -> dict[str, str]:
     return {"code_sha256": code.hexdigest(), "data_sha256": data.sha256}
 
 
-def expected(exp: Experiment, model: nn.Module, data: Data) -> ckpt.Expected:
+def expected(exp: Experiment, model: nn.Module, optimizer, scheduler, data: Data) -> ckpt.Expected:
+    """What a checkpoint must match, read off the freshly built (not yet restored) objects."""
+    counters = {"params", "lr", "last_epoch"}  # what a run changes; every other public key is a constant
     return ckpt.Expected(
         params={name: tuple(t.shape) for name, t in model.state_dict().items()},
+        hyper={
+            ckpt.OPTIMIZER: {k: v for k, v in optimizer.param_groups[0].items() if k not in counters},
+            ckpt.SCHEDULER: {k: v for k, v in scheduler.state_dict().items() if k not in counters and k[0] != "_"},
+        },
         config=asdict(exp),
         identity=identity(data),
         versions=versions(),
@@ -268,7 +274,7 @@ def run(exp: Experiment, steps: int, output: Path, resume: Path | None, omit_rng
     progress = fresh_progress(exp, gens)
     overridden: list[str] = []
     if resume is not None:
-        state, overridden = ckpt.load(resume, expected(exp, model, data), override)
+        state, overridden = ckpt.load(resume, expected(exp, model, optimizer, scheduler, data), override)
         progress = restore(state, model, optimizer, scheduler)
         if not omit_rng_restore:
             gens.restore(state[ckpt.RNG])  # last: nothing may draw between this and the loop

@@ -23,7 +23,7 @@ from rich.live import Live
 
 from resumeproof import fingerprint, plaindata, protocol, report
 from resumeproof.compare import compare, compare_keys
-from resumeproof.trajectories import Trajectory, TrajectoryError, run_all
+from resumeproof.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_TRAIN_CMD = shlex.join([sys.executable, "-B", str(HERE / "train.py")])
@@ -109,7 +109,6 @@ def evaluate(s: Settings, trajectories: list[Trajectory]) -> dict[str, Any]:
             "no_rng_resume": _entry(cont, summary[RESUMED_NO_RNG], no_rng, s.atol),
         },
         "next_lr": cont["next"]["lr"],
-        "environment": report.environment(cont.get("meta") or {}),
     }
 
 
@@ -132,29 +131,39 @@ def verify(s: Settings, out) -> dict[str, Any]:
         run_all(trajectories, s.jobs, s.timeout, accepter(s), lambda: live.update(report.progress_table(trajectories)))
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal
+    error = next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+    if error is None:
+        error = _resume_input_unchanged(trajectories) or (_torch_load_all(trajectories) if s.torch_load else None)
+    continuous = trajectories[0].results.get("summary") or {}
     document: dict[str, Any] = {
         "all_checks_passed": False,
         "positive": False,
         "negative_divergence_detected": False,
-        "error": next((t.error for t in trajectories if t.error and t.status != "skipped"), None),
+        "error": error,
         "protocol": protocol.PROTOCOL,
         "train_cmd": s.train_cmd,
         "steps": s.steps,
         "interrupt_at": s.interrupt_at,
         "tolerance": {"atol": s.atol, "rtol": 0.0},
-        "environment": report.environment({}),
-        "trajectories": {},
+        "environment": report.environment(continuous.get("meta") or {}),
+        "trajectories": {t.name: report.trajectory_entry(t) for t in trajectories},
         "checks": [],
         "comparison": {},
         "next_lr": None,
     }
-    if document["error"] is None and s.torch_load:
-        document["error"] = _torch_load_all(trajectories)
-    if document["error"] is None:
+    if error is None:
         document.update(evaluate(s, trajectories))
-    document["trajectories"] = {t.name: report.trajectory_entry(t) for t in trajectories}
     report.write(s.output / "verification.json", document)
     return document
+
+
+def _resume_input_unchanged(trajectories: list[Trajectory]) -> str | None:
+    """A resume must read its checkpoint, never write it: re-hash it once both resumes are done."""
+    interrupted = next(t for t in trajectories if t.name == INTERRUPTED)
+    path = interrupted.output / protocol.CHECKPOINT
+    if fingerprint.sha256_file(path) != interrupted.results["sha256"]:
+        return f"{path}: changed while it was being resumed from"
+    return None
 
 
 def _torch_load_all(trajectories: list[Trajectory]) -> str | None:

@@ -7,7 +7,7 @@ only way this project loads one is `torch.load(..., map_location="cpu", weights_
 
 import io
 import pickle
-import zipfile
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -38,6 +38,7 @@ class Expected:
     """What a checkpoint must match to be resumed by the current trainer."""
 
     params: dict[str, tuple[int, ...]]  # model state_dict names and shapes
+    hyper: dict[str, dict[str, Any]]  # per section, the constants a freshly built object holds
     config: dict[str, Any]  # must be equal: another experiment is never resumed
     identity: dict[str, str]  # code and data sha256: different only with an explicit override
     versions: dict[str, str]  # python, torch, numpy: likewise
@@ -73,6 +74,7 @@ def load(path: Path, expected: Expected, override: bool = False) -> tuple[dict[s
     _check_schema(path, state, expected)
     _check_progress(path, state, expected)
     _check_config(path, state[CONFIG], expected.config)
+    _check_hyperparameters(path, state, expected.hyper)
     return state, _check_identity(path, state, expected, override)
 
 
@@ -83,15 +85,28 @@ def _unpickle(path: Path, data: bytes) -> dict[str, Any]:
         lines = [line.strip() for line in str(err).splitlines() if "Unpickler error:" in line]
         reason = lines[0].split("error:", 1)[1].strip() if lines else str(err).strip()[:200]
         raise CheckpointError(f"{path}: refused by the weights_only loader ({reason})") from None
-    except (RuntimeError, EOFError, ValueError, zipfile.BadZipFile, KeyError) as err:
-        raise CheckpointError(f"{path}: not a readable torch checkpoint ({err})") from None
+    except Exception as err:  # the loader raises many types on malformed input; all are refusals
+        raise CheckpointError(f"{path}: not a readable torch checkpoint ({type(err).__name__}: {err})") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: holds a {type(state).__name__}, expected a dict")
     return state
 
 
 def _fail(path: Path, problem: str) -> CheckpointError:
-    return CheckpointError(f"{path}: {problem}; refusing to resume")
+    return CheckpointError(f"{path}: {problem}; refusing to resume".replace("\n", " "))
+
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 80  # a sha256 hex digest still shows whole
+
+
+def _show(value: Any) -> str:
+    """A short one-line rendering of a value found in a checkpoint, for messages."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() == 1:
+            return repr(value.item())
+        return f"tensor({str(value.dtype).removeprefix('torch.')}, {list(value.shape)})"
+    return _SHORT.repr(value)
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -132,8 +147,10 @@ def _check_schema(path: Path, state: dict[str, Any], expected: Expected) -> None
 
 def _check_optimizer(path: Path, optimizer: dict[str, Any], shapes: list[tuple[int, ...]]) -> None:
     groups, per_param = optimizer.get("param_groups"), optimizer.get("state")
-    if not isinstance(groups, list) or len(groups) != 1 or not isinstance(per_param, dict):
-        raise _fail(path, "optimizer must hold 'state' and exactly one entry in 'param_groups'")
+    if not (isinstance(groups, list) and len(groups) == 1 and isinstance(groups[0], dict)):
+        raise _fail(path, "optimizer.param_groups must be a list of exactly one dict")
+    if not (isinstance(per_param, dict) and all(isinstance(m, dict) for m in per_param.values())):
+        raise _fail(path, "optimizer.state must map each parameter index to a dict")
     if groups[0].get("params") != list(range(len(shapes))):
         raise _fail(path, f"optimizer param group must list params 0..{len(shapes) - 1}")
     if per_param and set(per_param) != set(range(len(shapes))):
@@ -154,6 +171,10 @@ def _check_rng(path: Path, state: dict[str, Any]) -> None:
     if not isinstance(numpy_state, dict) or numpy_state.get("bit_generator") != "PCG64":
         raise _fail(path, "rng.numpy must be a PCG64 state")
     _tensor(path, "rng.torch", state[rng.TORCH], (TORCH_RNG_BYTES,), torch.uint8)
+    try:  # into scratch generators: a state the generators would reject is refused now, not mid-resume
+        rng.Generators.scratch().restore(state)
+    except (KeyError, TypeError, ValueError, OverflowError, RuntimeError, AttributeError) as err:
+        raise _fail(path, f"rng state cannot be restored ({type(err).__name__}: {err})") from None
 
 
 def _check_data(path: Path, data: dict[str, Any], rows: int) -> None:
@@ -175,7 +196,7 @@ def _check_progress(path: Path, state: dict[str, Any], expected: Expected) -> No
     for index, moments in state[OPTIMIZER]["state"].items():
         counted = moments.get("step")
         if not isinstance(counted, torch.Tensor) or counted.numel() != 1 or counted.item() != step:
-            raise _fail(path, f"optimizer.state.{index}.step is {counted}, progress.step is {step}")
+            raise _fail(path, f"optimizer.state.{index}.step is {_show(counted)}, progress.step is {step}")
     if step and not state[OPTIMIZER]["state"]:
         raise _fail(path, f"optimizer state is empty after {step} updates")
     data = state[DATA]
@@ -186,17 +207,31 @@ def _check_progress(path: Path, state: dict[str, Any], expected: Expected) -> No
 
 
 def _check_config(path: Path, config: dict[str, Any], expected: dict[str, Any]) -> None:
+    if not all(isinstance(value, int | float | str | bool | None) for value in config.values()):
+        raise _fail(path, "config values must be numbers, strings, booleans or null")
     differing = sorted(key for key in expected.keys() | config.keys() if config.get(key) != expected.get(key))
     if differing:
-        pairs = ", ".join(f"{key}={config.get(key)!r} (now {expected.get(key)!r})" for key in differing)
+        pairs = ", ".join(f"{key}={_show(config.get(key))} (now {_show(expected.get(key))})" for key in differing)
         raise _fail(path, f"written by another experiment: {pairs}")
+
+
+def _check_hyperparameters(path: Path, state: dict[str, Any], hyper: dict[str, dict[str, Any]]) -> None:
+    """Betas, eps, initial lr, step size, gamma...: what a fresh optimizer and scheduler would hold.
+    Restoring them unchecked would let a checkpoint quietly change the experiment."""
+    found = {OPTIMIZER: state[OPTIMIZER]["param_groups"][0], SCHEDULER: state[SCHEDULER]}
+    for section, constants in hyper.items():
+        for key, value in constants.items():
+            if found[section].get(key) != value:
+                raise _fail(
+                    path, f"{section} {key} is {_show(found[section].get(key))}, this experiment has {_show(value)}"
+                )
 
 
 def _check_identity(path: Path, state: dict[str, Any], expected: Expected, override: bool) -> list[str]:
     recorded = {**state[IDENTITY], **state[VERSIONS]}
     current = {**expected.identity, **expected.versions}
     differences = [
-        f"{key}: checkpoint {recorded.get(key)!r}, current {value!r}"
+        f"{key}: checkpoint {_show(recorded.get(key))}, current {_show(value)}"
         for key, value in current.items()
         if recorded.get(key) != value
     ]

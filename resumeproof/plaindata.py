@@ -11,6 +11,7 @@ outside the allowlist is ever resolved, so a pickle that would run code is refus
 
 import io
 import pickle
+import pickletools
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,14 @@ STORAGE_ITEMSIZE = {
     "LongStorage": 8, "IntStorage": 4, "ShortStorage": 2, "CharStorage": 1,
     "ByteStorage": 1, "BoolStorage": 1, "ComplexDoubleStorage": 16, "ComplexFloatStorage": 8,
 }  # fmt: skip
+FLOATING = {"Double", "Float", "Half", "BFloat16", "ComplexDouble", "ComplexFloat"}  # may require grad
+# The opcodes torch/_weights_only_unpickler.py implements; it refuses every other one.
+OPCODES = frozenset({
+    "GLOBAL", "NEWOBJ", "REDUCE", "BUILD", "APPEND", "APPENDS", "SETITEM", "SETITEMS", "MARK",
+    "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "NONE", "NEWFALSE", "NEWTRUE", "EMPTY_TUPLE", "EMPTY_LIST",
+    "EMPTY_DICT", "EMPTY_SET", "BININT", "BININT1", "BININT2", "BINFLOAT", "BINUNICODE",
+    "SHORT_BINSTRING", "BINPERSID", "BINGET", "LONG_BINGET", "BINPUT", "LONG_BINPUT", "LONG1", "PROTO", "STOP",
+})  # fmt: skip
 ALLOWED = {
     ("collections", "OrderedDict"),
     ("torch._utils", "_rebuild_tensor_v2"),
@@ -55,7 +64,7 @@ def check(path: Path) -> int:
         raise PlainDataError(f"{path}: not a torch zip archive ({err})") from None
     except PlainDataError as err:
         raise PlainDataError(f"{path}: {err}") from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError) as err:
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError) as err:
         raise PlainDataError(f"{path}: malformed pickle ({type(err).__name__}: {err})") from None
 
 
@@ -66,8 +75,14 @@ class _Unpickler(pickle.Unpickler):
             raise PlainDataError(f"expected one */data.pkl record, found {len(pickles)}")
         self.prefix = pickles[0].removesuffix("data.pkl")
         self.sizes = {info.filename: info.file_size for info in archive.infolist()}
+        if f"{self.prefix}version" not in self.sizes:
+            raise PlainDataError(f"no {self.prefix}version record")
+        data = archive.read(pickles[0])
+        for opcode, _, _ in pickletools.genops(data):
+            if opcode.name not in OPCODES:
+                raise PlainDataError(f"pickle opcode {opcode.name} is not allowed by weights_only loading")
         self.tensors = 0
-        super().__init__(io.BytesIO(archive.read(pickles[0])))
+        super().__init__(io.BytesIO(data))
 
     def count_tensors(self) -> int:
         self.load()
@@ -97,16 +112,26 @@ class _Unpickler(pickle.Unpickler):
             raise PlainDataError(f"storage record {record} is missing or not {numel} x {kind}")
         return Storage(kind, numel)
 
-    def _rebuild_tensor(self, storage: Storage, offset: int, size: tuple, stride: tuple, *_: Any) -> TensorInfo:
+    def _rebuild_tensor(
+        self, storage: Storage, offset: int, size: tuple, stride: tuple, requires_grad: bool, *_: Any
+    ) -> TensorInfo:
         if not isinstance(storage, Storage):
             raise PlainDataError("tensor without a storage record")
-        extent = offset + sum((n - 1) * s for n, s in zip(size, stride, strict=True)) + 1
-        if any(n == 0 for n in size):
-            extent = 0
-        if offset < 0 or extent > storage.numel:
+        if not (_naturals(size) and _naturals(stride) and len(size) == len(stride) and _naturals((offset,))):
+            raise PlainDataError(f"tensor geometry offset {offset!r}, size {size!r}, stride {stride!r} is invalid")
+        extent = 0 if 0 in size else offset + sum((n - 1) * s for n, s in zip(size, stride, strict=True)) + 1
+        if extent > storage.numel:
             raise PlainDataError(f"tensor of shape {list(size)} reaches past its {storage.numel}-element storage")
+        dtype = storage.kind.removesuffix("Storage")
+        if not isinstance(requires_grad, bool) or (requires_grad and dtype not in FLOATING):
+            raise PlainDataError(f"requires_grad={requires_grad!r} on a {dtype} tensor")
         self.tensors += 1
-        return TensorInfo(storage.kind.removesuffix("Storage"), tuple(size))
+        return TensorInfo(dtype, tuple(size))
+
+
+def _naturals(values: Any) -> bool:
+    """A tuple of ints >= 0 (bools excluded), as torch requires of sizes, strides and offsets."""
+    return isinstance(values, tuple) and all(type(v) is int and v >= 0 for v in values)
 
 
 def check_with_torch(path: Path) -> None:

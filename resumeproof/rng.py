@@ -28,6 +28,11 @@ class Generators:
         torch.manual_seed(seed)
         return cls(random.Random(seed), np.random.Generator(np.random.PCG64(seed)), torch.default_generator)
 
+    @classmethod
+    def scratch(cls) -> "Generators":
+        """Generators of their own, torch's default untouched: somewhere to try a state first."""
+        return cls(random.Random(), np.random.Generator(np.random.PCG64()), torch.Generator())
+
     def state(self) -> dict[str, Any]:
         version, internal, gauss_next = self.python.getstate()
         return {

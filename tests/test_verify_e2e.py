@@ -188,6 +188,12 @@ def test_malformed_summary_is_refused_by_name(tmp_path):
     assert doc["error"].startswith(f"continuous: {out / 'continuous' / 'summary.json'}: ")
 
 
+def test_resume_that_rewrites_its_input_checkpoint_is_refused(tmp_path):
+    proc, out, doc = verify(tmp_path / "run", *SMALL, "--train-cmd", trainer_cmd("rewrites_resume_input.py"))
+    assert proc.returncode == 2, proc.stderr
+    assert doc["error"] == f"{out / 'interrupted' / 'checkpoint.pt'}: changed while it was being resumed from"
+
+
 def test_timed_out_trainer_is_killed_with_its_children(tmp_path):
     proc, out, _ = verify(tmp_path / "run", *SMALL, "--timeout", "3", "--train-cmd", trainer_cmd("hanging.py"))
     pids = [int(pid) for name in ("continuous", "interrupted") for pid in (out / name / "pids").read_text().split()]
