@@ -12,9 +12,9 @@ Python's random (input gain), NumPy PCG64 (input noise, epoch permutations) and 
 
 import os
 
-# Before torch loads: one thread whatever the environment says, and no scan of the installed
-# packages for out-of-tree device backends (this run is CPU only).
-os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+# Before torch loads, so that its thread pools are created with one thread whatever the
+# environment says (torch.set_num_threads(1) below settles the intra-op pool as well).
+os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
 import hashlib
 import platform

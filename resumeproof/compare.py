@@ -23,7 +23,7 @@ class Comparison:
     atol: float
     mismatches: list[Mismatch] = field(default_factory=list)
     count: int = 0  # every mismatch, including those not kept
-    max_abs_diff: float = 0.0  # over numeric leaves present and finite on both sides
+    max_abs_diff: float = 0.0  # over float leaves finite on both sides; ints (counters, row ids) match or not
 
     @property
     def concordant(self) -> bool:
@@ -93,7 +93,8 @@ def _numbers(a: float, b: float, path: str, out: Comparison) -> None:
         return
     diff = abs(a - b)  # exact for ints, so huge ints are never rounded into a match
     as_float = float(diff) if diff < 1e308 else math.inf
-    out.max_abs_diff = max(out.max_abs_diff, as_float)
+    if isinstance(a, float):  # a permutation index off by 3 is a mismatch, not a deviation of 3
+        out.max_abs_diff = max(out.max_abs_diff, as_float)
     if diff > out.atol:
         out.add(path, f"{a!r} vs {b!r}: |diff| {as_float:.3g} > atol {out.atol:g}")
 

@@ -78,10 +78,16 @@ def test_huge_ints_are_compared_exactly():
 
 
 def test_all_mismatches_are_counted_but_only_the_first_few_kept():
-    result = compare(list(range(100)), [x + 1 for x in range(100)], ATOL)
+    result = compare([float(x) for x in range(100)], [x + 0.5 for x in range(100)], ATOL)
     assert result.count == 100
     assert len(result.mismatches) == MAX_REPORTED
-    assert result.max_abs_diff == 1.0
+    assert result.max_abs_diff == 0.5
+
+
+def test_int_differences_are_mismatches_but_not_deviations():
+    result = compare({"permutation": [3, 1, 2], "w": [0.25]}, {"permutation": [1, 3, 2], "w": [0.5]}, ATOL)
+    assert [m.path for m in result.mismatches] == ["permutation[0]", "permutation[1]", "w[0]"]
+    assert result.max_abs_diff == 0.25
 
 
 def test_compare_keys_roots_paths_at_each_summary_key():

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "train.py"
 
 # What train.py sets before torch loads; it must hold here too, since torch is imported first.
-os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
 import torch  # noqa: E402
 
