@@ -278,6 +278,19 @@ def test_pickle_that_would_run_code_never_runs(tmp_path: Path, how: str) -> None
     assert not marker.exists()
 
 
+def test_check_with_torch_accepts_the_trainer_checkpoint(interrupted_run: Path) -> None:
+    plaindata.check_with_torch(interrupted_run / "checkpoint.pt")  # raises on refusal
+
+
+def test_check_with_torch_refuses_code_unexecuted_with_one_line(tmp_path: Path) -> None:
+    marker, path = tmp_path / "MARKER", tmp_path / "checkpoint.pt"
+    torch.save({"model": code_that_touches("os.system", marker)}, path)
+    with pytest.raises(plaindata.PlainDataError, match=r"torch.load\(weights_only=True\) refused it") as caught:
+        plaindata.check_with_torch(path)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize(
     ("change", "problem"),
     [

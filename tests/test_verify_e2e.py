@@ -188,6 +188,14 @@ def test_malformed_summary_is_refused_by_name(tmp_path):
     assert doc["error"].startswith(f"continuous: {out / 'continuous' / 'summary.json'}: ")
 
 
+def test_torch_load_option_loads_every_checkpoint_with_the_real_loader(tmp_path):
+    proc, _, doc = verify(tmp_path / "run", *SMALL, "--torch-load")
+    assert proc.returncode == 0, proc.stderr
+    details = [c["detail"] for c in doc["checks"] if c["name"].startswith("fingerprint+weights_only:")]
+    assert len(details) == 4
+    assert all("(torch.load(weights_only=True))" in detail for detail in details), details
+
+
 def test_resume_that_rewrites_its_input_checkpoint_is_refused(tmp_path):
     proc, out, doc = verify(tmp_path / "run", *SMALL, "--train-cmd", trainer_cmd("rewrites_resume_input.py"))
     assert proc.returncode == 2, proc.stderr
