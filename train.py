@@ -16,6 +16,7 @@ import os
 # environment says (torch.set_num_threads(1) below settles the intra-op pool as well).
 os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
+import functools
 import hashlib
 import platform
 import sys
@@ -181,11 +182,16 @@ def versions() -> dict[str, str]:
     return {"python": platform.python_version(), "torch": str(torch.__version__), "numpy": np.__version__}
 
 
-def identity(data: Data) -> dict[str, str]:
+@functools.cache
+def code_sha256() -> str:
     code = hashlib.sha256()
     for path in CODE_FILES:
         code.update(path.name.encode() + b"\0" + path.read_bytes())
-    return {"code_sha256": code.hexdigest(), "data_sha256": data.sha256}
+    return code.hexdigest()
+
+
+def identity(data: Data) -> dict[str, str]:
+    return {"code_sha256": code_sha256(), "data_sha256": data.sha256}
 
 
 def expected(exp: Experiment, model: nn.Module, optimizer, scheduler, data: Data) -> ckpt.Expected:

@@ -22,7 +22,7 @@ import click
 from rich.live import Live
 
 from resumeproof import fingerprint, plaindata, protocol, report
-from resumeproof.compare import compare, compare_keys
+from resumeproof.compare import compare, compare_keys, merge
 from resumeproof.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
 
 HERE = Path(__file__).resolve().parent
@@ -91,8 +91,9 @@ def evaluate(s: Settings, trajectories: list[Trajectory]) -> dict[str, Any]:
     summary = {t.name: t.results["summary"] for t in trajectories}
     cont, k = summary[CONTINUOUS], s.interrupt_at
     prefix = compare(summary[INTERRUPTED]["history"], cont["history"][:k], s.atol, "history")
-    full = compare_keys(cont, summary[RESUMED], protocol.COMPARED_KEYS, s.atol)
-    no_rng = compare_keys(cont, summary[RESUMED_NO_RNG], protocol.COMPARED_KEYS, s.atol)
+    full_parts = compare_keys(cont, summary[RESUMED], protocol.COMPARED_KEYS, s.atol)
+    no_rng_parts = compare_keys(cont, summary[RESUMED_NO_RNG], protocol.COMPARED_KEYS, s.atol)
+    full, no_rng = merge(full_parts.values()), merge(no_rng_parts.values())
     checks = [report.check(f"fingerprint+weights_only:{t.name}", True, detail=_loaded(t)) for t in trajectories]
     checks += [
         report.check("interrupted history = first k records of continuous", prefix.concordant, prefix),
@@ -105,8 +106,8 @@ def evaluate(s: Settings, trajectories: list[Trajectory]) -> dict[str, Any]:
         "negative_divergence_detected": not no_rng.concordant,
         "checks": checks,
         "comparison": {
-            "full_resume": _entry(cont, summary[RESUMED], full, s.atol),
-            "no_rng_resume": _entry(cont, summary[RESUMED_NO_RNG], no_rng, s.atol),
+            "full_resume": report.resume_entry(cont, summary[RESUMED], full, full_parts["state"]),
+            "no_rng_resume": report.resume_entry(cont, summary[RESUMED_NO_RNG], no_rng, no_rng_parts["state"]),
         },
         "next_lr": cont["next"]["lr"],
     }
@@ -115,10 +116,6 @@ def evaluate(s: Settings, trajectories: list[Trajectory]) -> dict[str, Any]:
 def _loaded(t: Trajectory) -> str:
     how = "torch.load(weights_only=True)" if t.results.get("torch_loaded") else "torch-free weights_only unpickler"
     return f"sha256 matches; {t.results['tensors']} tensors, plain data ({how})"
-
-
-def _entry(cont: dict, resumed: dict, full: Any, atol: float) -> dict:
-    return report.resume_entry(cont, resumed, full, compare(cont["state"], resumed["state"], atol, "state"))
 
 
 def verify(s: Settings, out) -> dict[str, Any]:

@@ -6,6 +6,7 @@ strings, booleans and null equal. Mismatches are reported by path, e.g. `history
 """
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,9 +100,15 @@ def _numbers(a: float, b: float, path: str, out: Comparison) -> None:
         out.add(path, f"{a!r} vs {b!r}: |diff| {as_float:.3g} > atol {out.atol:g}")
 
 
-def compare_keys(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, ...], atol: float) -> Comparison:
-    """Compare the named top-level keys of two summaries into one result, paths rooted at the key."""
-    result = Comparison(atol=atol)
-    for key in keys:
-        _walk(a[key], b[key], key, result)
-    return result
+def compare_keys(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, ...], atol: float) -> dict[str, Comparison]:
+    """Compare the named top-level keys of two summaries: one result per key, paths rooted at the key."""
+    return {key: compare(a[key], b[key], atol, key) for key in keys}
+
+
+def merge(parts: Iterable[Comparison]) -> Comparison:
+    """One result for several: their mismatches in order, all counted, the largest deviation."""
+    parts = list(parts)
+    merged = Comparison(atol=parts[0].atol, count=sum(p.count for p in parts))
+    merged.mismatches = [m for p in parts for m in p.mismatches][:MAX_REPORTED]
+    merged.max_abs_diff = max(p.max_abs_diff for p in parts)
+    return merged

@@ -1,14 +1,35 @@
 """Shared fixtures: paths, fresh-process runners, and one trained checkpoint reused by many tests."""
 
+import builtins
+import os
+import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 TRAINERS = Path(__file__).resolve().parent / "trainers"
 sys.path.insert(0, str(REPO))  # the scripts and the package, as `python -B train.py` sees them
+
+
+class RunsCode:
+    """Unpickling this calls `func(arg)`: what a malicious checkpoint would do."""
+
+    def __init__(self, func: Callable[[str], object], arg: str) -> None:
+        self.func, self.arg = func, arg
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return self.func, (self.arg,)
+
+
+def code_that_touches(how: str, marker: Path) -> RunsCode:
+    if how == "os.system":
+        return RunsCode(os.system, f"touch {shlex.quote(str(marker))}")
+    return RunsCode(builtins.exec, f"open({str(marker)!r}, 'w').close()")
 
 
 def run_script(script: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -5,15 +5,12 @@ and must leave every file it looked at byte for byte as it was. A few tests then
 `python -B train.py --resume ...` in a fresh process, where a refusal is exit status 2 and one line.
 """
 
-import builtins
 import copy
 import hashlib
 import json
-import os
 import pickle
 import random
 import re
-import shlex
 import shutil
 import subprocess
 import zipfile
@@ -26,7 +23,7 @@ import pytest
 import torch
 
 import train
-from conftest import run_train
+from conftest import code_that_touches, run_train
 from resumeproof import checkpoint
 from resumeproof.checkpoint import CONFIG, DATA, HISTORY, IDENTITY, MODEL, OPTIMIZER, PROGRESS, RNG, SCHEDULER, VERSIONS
 from resumeproof.rng import Generators
@@ -129,22 +126,6 @@ def replace_pickle(src: Path, dst: Path, data_pkl: bytes) -> None:
     with zipfile.ZipFile(src) as old, zipfile.ZipFile(dst, "w") as new:
         for info in old.infolist():
             new.writestr(info, data_pkl if info.filename.endswith("/data.pkl") else old.read(info))
-
-
-class RunsCode:
-    """Unpickling this calls `func(arg)`: what a malicious checkpoint would do."""
-
-    def __init__(self, func: Callable[[str], object], arg: str) -> None:
-        self.func, self.arg = func, arg
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return self.func, (self.arg,)
-
-
-def code_that_touches(how: str, marker: Path) -> RunsCode:
-    if how == "os.system":
-        return RunsCode(os.system, f"touch {shlex.quote(str(marker))}")
-    return RunsCode(builtins.exec, f"open({str(marker)!r}, 'w').close()")
 
 
 def single_error_line(proc: subprocess.CompletedProcess) -> str:

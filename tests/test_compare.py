@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from resumeproof.compare import MAX_REPORTED, compare, compare_keys
+from resumeproof.compare import MAX_REPORTED, compare, compare_keys, merge
 
 ATOL = 1e-12
 
@@ -93,6 +93,17 @@ def test_int_differences_are_mismatches_but_not_deviations():
 def test_compare_keys_roots_paths_at_each_summary_key():
     a = {"step": 2, "history": [{"rows": [1, 2]}], "meta": {"t": 1.0}}
     b = {"step": 2, "history": [{"rows": [1, 3]}], "meta": {"t": 9.0}}
-    result = compare_keys(a, b, ("step", "history"), ATOL)
-    assert result.first_path == "history[0].rows[1]"
-    assert result.count == 1  # meta is not compared
+    parts = compare_keys(a, b, ("step", "history"), ATOL)
+    assert list(parts) == ["step", "history"]  # meta is not compared
+    assert parts["step"].concordant
+    assert parts["history"].first_path == "history[0].rows[1]"
+
+
+def test_merge_keeps_every_mismatch_in_order_and_the_largest_deviation():
+    a = {"x": [0.0] * 15, "y": [0.0] * 15}
+    b = {"x": [0.5] * 15, "y": [2.0] * 15}
+    merged = merge(compare_keys(a, b, ("x", "y"), ATOL).values())
+    assert merged.count == 30
+    assert [m.path for m in merged.mismatches][:2] == ["x[0]", "x[1]"]
+    assert len(merged.mismatches) == MAX_REPORTED
+    assert merged.max_abs_diff == 2.0

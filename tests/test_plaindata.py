@@ -5,11 +5,9 @@ safety hole), and the corpus below says which items fall on that side, so that t
 refusals is written down and any change to it is noticed.
 """
 
-import builtins
 import collections
 import os
 import pickle
-import shlex
 import shutil
 import subprocess
 import sys
@@ -22,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, code_that_touches
 from resumeproof import plaindata
 
 # (torch.load accepts, plaindata.check accepts)
@@ -49,22 +47,6 @@ class Custom:
 
     def __init__(self) -> None:
         self.weight = 1.0
-
-
-class RunsCode:
-    """Unpickling this calls `func(arg)`: what a malicious checkpoint would do."""
-
-    def __init__(self, func: Callable[[str], object], arg: str) -> None:
-        self.func, self.arg = func, arg
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return self.func, (self.arg,)
-
-
-def code_that_touches(how: str, marker: Path) -> RunsCode:
-    if how == "os.system":
-        return RunsCode(os.system, f"touch {shlex.quote(str(marker))}")
-    return RunsCode(builtins.exec, f"open({str(marker)!r}, 'w').close()")
 
 
 def runs_code(how: str) -> Build:
