@@ -131,7 +131,7 @@ def verify(s: Settings, out) -> dict[str, Any]:
     error = next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
     if error is None:
         error = _resume_input_unchanged(trajectories) or (_torch_load_all(trajectories) if s.torch_load else None)
-    continuous = trajectories[0].results.get("summary") or {}
+    meta = next(t for t in trajectories if t.name == CONTINUOUS).results.get("summary", {}).get("meta")
     document: dict[str, Any] = {
         "all_checks_passed": False,
         "positive": False,
@@ -142,7 +142,7 @@ def verify(s: Settings, out) -> dict[str, Any]:
         "steps": s.steps,
         "interrupt_at": s.interrupt_at,
         "tolerance": {"atol": s.atol, "rtol": 0.0},
-        "environment": report.environment(continuous.get("meta") or {}),
+        "environment": report.environment(meta if isinstance(meta, dict) else {}),  # meta: any JSON
         "trajectories": {t.name: report.trajectory_entry(t) for t in trajectories},
         "checks": [],
         "comparison": {},

@@ -53,9 +53,10 @@ def write_checkpoint(output: Path, data: bytes, digest: str | None = None) -> No
 
 
 def summary(steps: int) -> dict[str, Any]:
-    """A well-formed summary of `steps` trivial updates."""
+    """A well-formed summary of `steps` trivial updates; `meta` may be any JSON, here not an object."""
     history = [{"step": s, "rows": [0], "lr": 0.1, "loss": 1.0} for s in range(1, steps + 1)]
-    return {"protocol": PROTOCOL, "step": steps, "history": history, "state": {}, "next": {"lr": 0.1}, "eval": {}}
+    compared = {"step": steps, "history": history, "state": {}, "next": {"lr": 0.1}, "eval": {}}
+    return {"protocol": PROTOCOL, **compared, "meta": ["not", "an", "object"]}
 
 
 def write_summary(output: Path, text: str | dict[str, Any]) -> None:
