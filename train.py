@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from resumeproof import checkpoint as ckpt
-from resumeproof import eager, fingerprint, protocol
+from resumeproof import eager, fingerprint, protocol, rng
 from resumeproof.rng import Generators
 
 HERE = Path(__file__).resolve().parent
@@ -60,6 +60,21 @@ class Experiment:
             raise ValueError(f"Experiment.batch={self.batch} must divide Experiment.rows={self.rows}")
         if self.seed < 0:
             raise ValueError(f"Experiment.seed must be >= 0, got {self.seed}")
+
+
+# What a resume restores, part by part; `--omit` skips parts to show that the verifier notices.
+RNG_PARTS = {"rng-python": rng.PYTHON, "rng-numpy": rng.NUMPY, "rng-torch": rng.TORCH}
+PARTS = ("model", "optimizer", "scheduler", *RNG_PARTS, "data", "progress")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    steps: int  # updates this process runs
+    output: Path  # run directory, must not exist
+    resume: Path | None = None  # checkpoint to continue from
+    omit: frozenset[str] = frozenset()  # parts NOT restored on resume (a deliberate fault)
+    override: bool = False  # accept a checkpoint from other code, data or versions
+    checkpoint_every: int = 0  # also write generation step_NNNNNN.pt every K steps (0: never)
 
 
 class RunError(Exception):
@@ -162,20 +177,25 @@ def capture(exp: Experiment, model, optimizer, scheduler, gens: Generators, prog
     }
 
 
-def restore(state: dict, model, optimizer, scheduler) -> Progress:
-    """Model, scheduler, optimizer, then progress and history; the generators are left to the caller,
-    to be restored last, right before the loop."""
-    model.load_state_dict(state[ckpt.MODEL])
-    scheduler.load_state_dict(state[ckpt.SCHEDULER])
-    optimizer.load_state_dict(state[ckpt.OPTIMIZER])
-    data = state[ckpt.DATA]
-    return Progress(
-        step=state[ckpt.PROGRESS]["step"],
-        epoch=data["epoch"],
-        cursor=data["cursor"],
-        permutation=data["permutation"].tolist(),
-        history=list(state[ckpt.HISTORY]),
-    )
+def restore(state: dict, model, optimizer, scheduler, progress: Progress, omit: frozenset[str]) -> None:
+    """Model, scheduler, optimizer, then data position, progress and history; the generators are left
+    to the caller, to be restored last, right before the loop. An omitted part keeps its freshly
+    built state, exactly what a careless resume does."""
+    if "model" not in omit:
+        model.load_state_dict(state[ckpt.MODEL])
+    if "scheduler" not in omit:
+        scheduler.load_state_dict(state[ckpt.SCHEDULER])
+    if "optimizer" not in omit:
+        optimizer.load_state_dict(state[ckpt.OPTIMIZER])
+    if "data" not in omit:
+        data = state[ckpt.DATA]
+        progress.epoch, progress.cursor, progress.permutation = (
+            data["epoch"],
+            data["cursor"],
+            data["permutation"].tolist(),
+        )
+    if "progress" not in omit:
+        progress.step, progress.history = state[ckpt.PROGRESS]["step"], list(state[ckpt.HISTORY])
 
 
 def versions() -> dict[str, str]:
@@ -265,9 +285,9 @@ def make_output_dir(output: Path) -> None:
         raise RunError(f"--output {output}: created by someone else meanwhile; refusing to touch it") from None
 
 
-def run(exp: Experiment, steps: int, output: Path, resume: Path | None, omit_rng_restore: bool, override: bool) -> None:
+def run(exp: Experiment, r: Run) -> None:
     started = time.perf_counter()
-    refuse_existing(output)  # checked first, so a refused run leaves nothing behind
+    refuse_existing(r.output)  # checked first, so a refused run leaves nothing behind
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
     # torch.use_deterministic_algorithms(True) also imports the inductor config (with TorchDynamo,
@@ -279,29 +299,33 @@ def run(exp: Experiment, steps: int, output: Path, resume: Path | None, omit_rng
     model, optimizer, scheduler = build(exp)
     progress = fresh_progress(exp, gens)
     overridden: list[str] = []
-    if resume is not None:
-        state, overridden = ckpt.load(resume, expected(exp, model, optimizer, scheduler, data), override)
-        progress = restore(state, model, optimizer, scheduler)
-        if not omit_rng_restore:
-            gens.restore(state[ckpt.RNG])  # last: nothing may draw between this and the loop
-    make_output_dir(output)
+    if r.resume is not None:
+        state, overridden = ckpt.load(r.resume, expected(exp, model, optimizer, scheduler, data), r.override)
+        restore(state, model, optimizer, scheduler, progress, r.omit)
+        names = [name for part, name in RNG_PARTS.items() if part not in r.omit]
+        gens.restore(state[ckpt.RNG], names)  # last: nothing may draw between this and the loop
+    make_output_dir(r.output)
     ready = time.perf_counter()
 
-    for i in range(steps):
+    for i in range(r.steps):
         record = train_step(exp, model, optimizer, scheduler, gens, data, progress)
         if i == 0 and overridden:
             record["override"] = overridden  # compared, so an overridden resume is never concordant
         progress.history.append(record)
+        if r.checkpoint_every and progress.step % r.checkpoint_every == 0:
+            generation = r.output / f"step_{progress.step:06d}.pt"
+            ckpt.save(generation, capture(exp, model, optimizer, scheduler, gens, progress, data))
     trained = time.perf_counter()
 
-    path = output / protocol.CHECKPOINT
+    path = r.output / protocol.CHECKPOINT
     digest = ckpt.save(path, capture(exp, model, optimizer, scheduler, gens, progress, data))
     written = time.perf_counter()
     summary = summarize(model, optimizer, scheduler, gens, progress, data)
-    summary["meta"] = {
+    summary["meta"] = {  # never compared: the omitted parts must show in behaviour, not in a label
         "argv": sys.argv,
-        "resumed_from": str(resume) if resume else None,
-        "rng_restored": resume is not None and not omit_rng_restore,
+        "resumed_from": str(r.resume) if r.resume else None,
+        "omitted": sorted(r.omit),
+        "checkpoint_every": r.checkpoint_every,
         "checkpoint_sha256": digest,
         "versions": versions(),
         "identity": identity(data),
@@ -310,7 +334,15 @@ def run(exp: Experiment, steps: int, output: Path, resume: Path | None, omit_rng
         "device": "cpu",
         "seconds": {"setup": ready - started, "train": trained - ready, "checkpoint": written - trained},
     }
-    fingerprint.write_atomic(output / protocol.SUMMARY, protocol.dumps(summary).encode())
+    fingerprint.write_atomic(r.output / protocol.SUMMARY, protocol.dumps(summary).encode())
+
+
+def parse_parts(ctx: click.Context, param: click.Parameter, value: str | None) -> frozenset[str]:
+    parts = frozenset(part.strip() for part in value.split(",")) if value else frozenset()
+    unknown = sorted(parts - set(PARTS))
+    if unknown:
+        raise click.BadParameter(f"unknown part {', '.join(unknown)}; valid parts: {', '.join(PARTS)}")
+    return parts
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -318,15 +350,24 @@ def run(exp: Experiment, steps: int, output: Path, resume: Path | None, omit_rng
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Run directory; must not exist.")
 @click.option("--resume", type=click.Path(path_type=Path), help="Checkpoint to continue from.")
 @click.option("--omit-rng-restore", is_flag=True, help="Resume WITHOUT restoring the random generators.")
+@click.option(
+    "--omit", callback=parse_parts, metavar="PART[,PART...]", help=f"Resume WITHOUT restoring: {', '.join(PARTS)}."
+)
+@click.option("--checkpoint-every", type=click.IntRange(min=1), help="Also write step_NNNNNN.pt every K steps.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of all generators.")
 @click.option("--override-identity", is_flag=True, help="Resume a checkpoint from other code, data or versions.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def main(steps, output, resume, omit_rng_restore, seed, override_identity, debug) -> None:
+def main(steps, output, resume, omit_rng_restore, omit, checkpoint_every, seed, override_identity, debug) -> None:
     """Train the reference experiment for STEPS updates and write a complete, fingerprinted checkpoint."""
-    if omit_rng_restore and resume is None:
-        raise click.UsageError("--omit-rng-restore needs --resume")
+    omit = omit | (frozenset(RNG_PARTS) if omit_rng_restore else frozenset())
+    if omit and resume is None:
+        raise click.UsageError("--omit and --omit-rng-restore need --resume")
+    settings = Run(
+        steps=steps, output=output, resume=resume, omit=omit, override=override_identity,
+        checkpoint_every=checkpoint_every or 0,
+    )  # fmt: skip
     try:
-        run(Experiment(seed=seed), steps, output, resume, omit_rng_restore, override_identity)
+        run(Experiment(seed=seed), settings)
     except (RunError, ckpt.CheckpointError, OSError) as err:
         if debug:
             raise

@@ -1,137 +1,79 @@
-"""Prove that a training command resumes exactly: four fresh processes, compared at atol 1e-12.
+"""Prove that a training command resumes exactly: fresh processes, compared at atol 1e-12.
 
     python -B verify_resume.py --output runs/proof
     python -B verify_resume.py --output runs/mine --train-cmd "python -B my_train.py --config small.toml"
+    python -B verify_resume.py --output runs/sweep --interrupt-at all --faults all --segments 3,3,4 --plot
 
 continuous (N updates) and interrupted (k updates) run side by side; then a full resume and a
 resume without RNG restore (the negative control) continue the interrupted checkpoint to N.
 The full resume must match the continuous run and the negative control must not
-(docs/protocol.md). Writes DIR/verification.json; exit 0 passed, 1 a comparison failed,
-2 verification could not be completed.
+(docs/protocol.md). More interruption points, chains of segments and deliberate faults (one
+omitted part each, every one of which must be caught) extend the same proof. Writes
+DIR/verification.json; exit 0 passed, 1 a comparison failed, 2 verification could not be completed.
 """
 
 import math
 import os
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.live import Live
 
-from resumeproof import fingerprint, plaindata, protocol, report
-from resumeproof.compare import compare, compare_keys, merge
+from resumeproof import fingerprint, plaindata, plan, protocol, report
+from resumeproof import plot as plot_module
+from resumeproof.plan import CADENCE, CONTINUOUS, FAULT_PARTS, Plan, Settings
 from resumeproof.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_TRAIN_CMD = shlex.join([sys.executable, "-B", str(HERE / "train.py")])
-CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG = "continuous", "interrupted", "resumed", "resumed-no-rng"
+DEFAULT_POINT = 5
 
 
 class VerificationError(Exception):
     """Verification could not be completed (exit 2)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    output: Path  # run directory of this verification; must not exist
-    steps: int  # N: updates of the continuous run
-    interrupt_at: int  # k: updates before the interruption
-    atol: float  # absolute tolerance, no relative one
-    train_cmd: str  # command line the protocol flags are appended to
-    jobs: int  # processes at once
-    timeout: float  # seconds per trajectory before it is killed
-    torch_load: bool  # also load every checkpoint with torch.load(weights_only=True)
-
-
-def plan(s: Settings) -> list[Trajectory]:
-    base = shlex.split(s.train_cmd)
-    resume = ["--resume", str(s.output / INTERRUPTED / protocol.CHECKPOINT)]
-    spec = [
-        (CONTINUOUS, s.steps, [], ()),
-        (INTERRUPTED, s.interrupt_at, [], ()),
-        (RESUMED, s.steps - s.interrupt_at, resume, (INTERRUPTED,)),
-        (RESUMED_NO_RNG, s.steps - s.interrupt_at, [*resume, "--omit-rng-restore"], (INTERRUPTED,)),
-    ]
-    return [
-        Trajectory(
-            name=name,
-            argv=[*base, "--steps", str(steps), "--output", str(s.output / name), *extra],
-            output=s.output / name,
-            log=s.output / "logs" / f"{name}.log",
-            after=after,
-        )
-        for name, steps, extra, after in spec
-    ]
-
-
-def accepter(s: Settings):
+def accepter(s: Settings, p: Plan):
     """Check what a finished trajectory wrote before anything uses or compares it."""
-    expected_step = {CONTINUOUS: s.steps, INTERRUPTED: s.interrupt_at}
 
     def accept(t: Trajectory) -> None:
-        path = t.output / protocol.CHECKPOINT
         try:
-            if not path.is_file():
-                raise TrajectoryError(f"{path}: missing")
-            t.results["sha256"] = fingerprint.verify(path)
-            t.results["tensors"] = plaindata.check(path)
-            step = expected_step.get(t.name, s.steps)
-            t.results["summary"] = protocol.read_summary(t.output / protocol.SUMMARY, step)
+            t.results["sha256"], t.results["tensors"] = _checkpoint(t.output / protocol.CHECKPOINT)
+            t.results["summary"] = protocol.read_summary(t.output / protocol.SUMMARY, p.steps[t.name])
+            if t.name == CADENCE:
+                for step in range(s.cadence, s.steps + 1, s.cadence):
+                    _checkpoint(t.output / f"step_{step:06d}.pt")
         except (fingerprint.FingerprintError, plaindata.PlainDataError, protocol.ProtocolError) as err:
             raise TrajectoryError(str(err)) from None
 
     return accept
 
 
-def evaluate(s: Settings, trajectories: list[Trajectory]) -> dict[str, Any]:
-    """PROTOCOL.md section 5, from the accepted summaries."""
-    summary = {t.name: t.results["summary"] for t in trajectories}
-    cont, k = summary[CONTINUOUS], s.interrupt_at
-    prefix = compare(summary[INTERRUPTED]["history"], cont["history"][:k], s.atol, "history")
-    full_parts = compare_keys(cont, summary[RESUMED], protocol.COMPARED_KEYS, s.atol)
-    no_rng_parts = compare_keys(cont, summary[RESUMED_NO_RNG], protocol.COMPARED_KEYS, s.atol)
-    full, no_rng = merge(full_parts.values()), merge(no_rng_parts.values())
-    checks = [report.check(f"fingerprint+weights_only:{t.name}", True, detail=_loaded(t)) for t in trajectories]
-    checks += [
-        report.check("interrupted history = first k records of continuous", prefix.concordant, prefix),
-        report.check("full resume concordant with continuous", full.concordant, full),
-        report.check("resume without RNG restore diverges (negative control)", not no_rng.concordant, no_rng),
-    ]
-    return {
-        "all_checks_passed": all(c["passed"] for c in checks),
-        "positive": full.concordant,
-        "negative_divergence_detected": not no_rng.concordant,
-        "checks": checks,
-        "comparison": {
-            "full_resume": report.resume_entry(cont, summary[RESUMED], full, full_parts["state"]),
-            "no_rng_resume": report.resume_entry(cont, summary[RESUMED_NO_RNG], no_rng, no_rng_parts["state"]),
-        },
-        "next_lr": cont["next"]["lr"],
-    }
-
-
-def _loaded(t: Trajectory) -> str:
-    how = "torch.load(weights_only=True)" if t.results.get("torch_loaded") else "torch-free weights_only unpickler"
-    return f"sha256 matches; {t.results['tensors']} tensors, plain data ({how})"
+def _checkpoint(path: Path) -> tuple[str, int]:
+    """Fingerprint, then the weights_only check; the sha256 and the number of tensors."""
+    if not path.is_file():
+        raise TrajectoryError(f"{path}: missing")
+    return fingerprint.verify(path), plaindata.check(path)
 
 
 def verify(s: Settings, out) -> dict[str, Any]:
-    """Run the four trajectories and compare them; the verification.json document."""
+    """Run the planned trajectories and compare them; the verification.json document."""
     if s.output.exists() or s.output.is_symlink():
         raise VerificationError(f"--output {s.output}: already exists; refusing to touch it")
     (s.output / "logs").mkdir(parents=True)
-    trajectories = plan(s)
-    with Live(report.progress_table(trajectories), console=out, refresh_per_second=8) as live:
-        run_all(trajectories, s.jobs, s.timeout, accepter(s), lambda: live.update(report.progress_table(trajectories)))
+    p = plan.build(s)
+    with Live(report.progress(p.trajectories), console=out, refresh_per_second=8) as live:
+        run_all(p.trajectories, s.jobs, s.timeout, accepter(s, p), lambda: live.update(report.progress(p.trajectories)))
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal
-    error = next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+    error = next((t.error for t in p.trajectories if t.error and t.status != SKIPPED), None)
     if error is None:
-        error = _resume_input_unchanged(trajectories) or (_torch_load_all(trajectories) if s.torch_load else None)
-    meta = next(t for t in trajectories if t.name == CONTINUOUS).results.get("summary", {}).get("meta")
+        error = _inputs_unchanged(p.trajectories) or (_torch_load_all(p.trajectories) if s.torch_load else None)
+    summaries = {t.name: t.results["summary"] for t in p.trajectories if "summary" in t.results}
+    meta = summaries.get(CONTINUOUS, {}).get("meta")
     document: dict[str, Any] = {
         "all_checks_passed": False,
         "positive": False,
@@ -140,26 +82,44 @@ def verify(s: Settings, out) -> dict[str, Any]:
         "protocol": protocol.PROTOCOL,
         "train_cmd": s.train_cmd,
         "steps": s.steps,
-        "interrupt_at": s.interrupt_at,
+        "interrupt_at": list(s.points),
+        "segments": [list(chain) for chain in s.segments],
         "tolerance": {"atol": s.atol, "rtol": 0.0},
         "environment": report.environment(meta if isinstance(meta, dict) else {}),  # meta: any JSON
-        "trajectories": {t.name: report.trajectory_entry(t) for t in trajectories},
+        "trajectories": {t.name: report.trajectory_entry(t) for t in p.trajectories},
         "checks": [],
         "comparison": {},
+        "faults": {},
+        "blind_to": [],
         "next_lr": None,
     }
     if error is None:
-        document.update(evaluate(s, trajectories))
+        document.update(plan.evaluate(s, p, summaries))
+        document["checks"] = [_checkpoint_check(t) for t in p.trajectories] + document["checks"]
+        if s.plot:
+            document["plot"] = str(plot_module.write(s.output / "verification.png", summaries, s.atol))
     report.write(s.output / "verification.json", document)
     return document
 
 
-def _resume_input_unchanged(trajectories: list[Trajectory]) -> str | None:
-    """A resume must read its checkpoint, never write it: re-hash it once both resumes are done."""
-    interrupted = next(t for t in trajectories if t.name == INTERRUPTED)
-    path = interrupted.output / protocol.CHECKPOINT
-    if fingerprint.sha256_file(path) != interrupted.results["sha256"]:
-        return f"{path}: changed while it was being resumed from"
+def _checkpoint_check(t: Trajectory) -> dict[str, Any]:
+    how = "torch.load(weights_only=True)" if t.results.get("torch_loaded") else "torch-free weights_only unpickler"
+    return {
+        "name": f"checkpoint {t.name}: fingerprint and weights_only",
+        "passed": True,  # a failure here stops verification (exit 2) before any comparison
+        "max_abs_diff": None,
+        "first_mismatch": None,
+        "detail": f"sha256 matches; {t.results['tensors']} tensors, plain data ({how})",
+    }
+
+
+def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
+    """A resume must read its checkpoint, never write it: re-hash every one resumed from."""
+    resumed_from = {name for t in trajectories for name in t.after}
+    for t in trajectories:
+        path = t.output / protocol.CHECKPOINT
+        if t.name in resumed_from and fingerprint.sha256_file(path) != t.results["sha256"]:
+            return f"{path}: changed while it was being resumed from"
     return None
 
 
@@ -175,6 +135,50 @@ def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
     return None
 
 
+# -- command line -------------------------------------------------------------------------------
+
+
+def parse_points(spec: str, steps: int) -> tuple[int, ...]:
+    """'5', '1,4,6,9' or 'all' (every k from 1 to N-1); the primary point (the default 5 when it is
+    among them, else the first given) goes first."""
+    points = list(range(1, steps)) if spec == "all" else _ints(spec, "--interrupt-at")
+    if not points or any(not 1 <= k < steps for k in points) or len(set(points)) != len(points):
+        raise click.BadParameter(
+            f"{spec!r}: distinct points k with 1 <= k < --steps {steps}", param_hint="--interrupt-at"
+        )
+    primary = DEFAULT_POINT if DEFAULT_POINT in points else points[0]
+    return (primary, *(k for k in points if k != primary))
+
+
+def parse_faults(spec: str | None) -> tuple[str, ...]:
+    if not spec:
+        return ()
+    parts = FAULT_PARTS if spec == "all" else tuple(part.strip() for part in spec.split(","))
+    unknown = [part for part in parts if part not in FAULT_PARTS]
+    if unknown:
+        raise click.BadParameter(
+            f"unknown part {', '.join(unknown)}; valid: all, {', '.join(FAULT_PARTS)}", param_hint="--faults"
+        )
+    return tuple(dict.fromkeys(parts))
+
+
+def parse_segments(specs: tuple[str, ...], steps: int) -> tuple[tuple[int, ...], ...]:
+    chains = tuple(tuple(_ints(spec, "--segments")) for spec in specs)
+    for spec, chain in zip(specs, chains, strict=True):
+        if len(chain) < 2 or min(chain) < 1 or sum(chain) != steps:
+            raise click.BadParameter(
+                f"{spec!r}: at least two counts >= 1 that sum to --steps {steps}", param_hint="--segments"
+            )
+    return chains
+
+
+def _ints(spec: str, flag: str) -> list[int]:
+    try:
+        return [int(item) for item in spec.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"{spec!r} is not a comma-separated list of integers", param_hint=flag) from None
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--output", type=click.Path(path_type=Path), required=True, help="Directory for this verification; must not exist."
@@ -183,11 +187,7 @@ def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
     "--steps", type=click.IntRange(min=2), default=10, show_default=True, help="N: updates of the continuous run."
 )
 @click.option(
-    "--interrupt-at",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="k: updates before the interruption (1 <= k < N).",
+    "--interrupt-at", default=str(DEFAULT_POINT), show_default=True, help="k, a list k1,k2,... or 'all' (1 <= k < N)."
 )
 @click.option(
     "--atol", type=float, default=1e-12, show_default=True, help="Absolute tolerance; there is no relative one."
@@ -212,15 +212,27 @@ def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
     help="Seconds a trajectory may run before it is killed.",
 )
 @click.option(
+    "--faults",
+    metavar="all|PART[,PART...]",
+    help=f"Also resume once per omitted part, each must be caught: {', '.join(FAULT_PARTS)}.",
+)
+@click.option(
+    "--segments",
+    multiple=True,
+    metavar="N1,N2,...",
+    help="Also run a chain of processes of N1, N2, ... updates (repeatable).",
+)
+@click.option("--plot", is_flag=True, help="Write DIR/verification.png (needs the 'plot' extra: matplotlib).")
+@click.option(
     "--torch-load",
     is_flag=True,
     help="Also load each checkpoint with torch.load(weights_only=True) (imports torch: about 1.3 s more).",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def main(output, steps, interrupt_at, atol, train_cmd, jobs, timeout, torch_load, debug) -> None:  # fmt: skip
+def main(
+    output, steps, interrupt_at, atol, train_cmd, jobs, timeout, faults, segments, plot, torch_load, debug
+) -> None:  # fmt: skip
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
-    if interrupt_at >= steps:
-        raise click.BadParameter(f"{interrupt_at} must be below --steps {steps}", param_hint="--interrupt-at")
     if not (math.isfinite(atol) and atol >= 0):
         raise click.BadParameter(f"{atol} must be a finite number >= 0", param_hint="--atol")
     try:
@@ -228,9 +240,12 @@ def main(output, steps, interrupt_at, atol, train_cmd, jobs, timeout, torch_load
             raise click.BadParameter("is empty", param_hint="--train-cmd")
     except ValueError as err:
         raise click.BadParameter(f"{train_cmd!r}: {err}", param_hint="--train-cmd") from None
+    if plot and not plot_module.available():
+        raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {plot_module.INSTALL}")
     settings = Settings(
-        output=output, steps=steps, interrupt_at=interrupt_at, atol=atol,
-        train_cmd=train_cmd, jobs=jobs, timeout=timeout, torch_load=torch_load,
+        output=output, steps=steps, points=parse_points(interrupt_at, steps), atol=atol, train_cmd=train_cmd,
+        jobs=jobs, timeout=timeout, torch_load=torch_load, faults=parse_faults(faults),
+        segments=parse_segments(segments, steps), cadence=1 if interrupt_at == "all" else 0, plot=plot,
     )  # fmt: skip
     out = report.console()
     try:

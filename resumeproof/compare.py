@@ -6,6 +6,7 @@ strings, booleans and null equal. Mismatches are reported by path, e.g. `history
 """
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ class Comparison:
     atol: float
     mismatches: list[Mismatch] = field(default_factory=list)
     count: int = 0  # every mismatch, including those not kept
+    caught_by: set[str] = field(default_factory=set)  # the check of every mismatch, see `check_of`
     max_abs_diff: float = 0.0  # over float leaves finite on both sides; ints (counters, row ids) match or not
 
     @property
@@ -36,8 +38,20 @@ class Comparison:
 
     def add(self, path: str, reason: str) -> None:
         self.count += 1
+        self.caught_by.add(check_of(path))
         if len(self.mismatches) < MAX_REPORTED:
             self.mismatches.append(Mismatch(path, reason))
+
+
+def check_of(path: str) -> str:
+    """The check a mismatch belongs to: `history.<field>` for a history record's field, else the
+    top-level key (`step`, `history` for its length, `state`, `next`, `eval`, ...)."""
+    record = _RECORD_FIELD.match(path)
+    return f"history.{record.group(1)}" if record else _HEAD.match(path).group() or "<root>"  # type: ignore[union-attr]
+
+
+_RECORD_FIELD = re.compile(r"history\[\d+\]\.([^.\[]+)")
+_HEAD = re.compile(r"[^.\[]*")
 
 
 def json_type(value: Any) -> str:
@@ -111,4 +125,5 @@ def merge(parts: Iterable[Comparison]) -> Comparison:
     merged = Comparison(atol=parts[0].atol, count=sum(p.count for p in parts))
     merged.mismatches = [m for p in parts for m in p.mismatches][:MAX_REPORTED]
     merged.max_abs_diff = max(p.max_abs_diff for p in parts)
+    merged.caught_by = set().union(*(p.caught_by for p in parts))
     return merged

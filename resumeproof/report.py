@@ -1,6 +1,8 @@
 """What the verifier shows and keeps: rich tables on stderr, verification.json on disk."""
 
 import platform
+import time
+from collections import Counter
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -9,10 +11,14 @@ from rich.console import Console
 from rich.table import Table
 
 from resumeproof import fingerprint, protocol
-from resumeproof.compare import Comparison
-from resumeproof.trajectories import DONE, FAILED, RUNNING, Trajectory
+from resumeproof.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory
 
 STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
+# check -> column header of the fault matrix (short, so that it fits 80 columns)
+FAULT_COLUMNS = {
+    "step": "step", "history": "hist", "history.rows": "rows", "history.lr": "lr", "history.loss": "loss",
+    "state": "state", "next": "next", "eval": "eval",
+}  # fmt: skip
 
 
 def console() -> Console:
@@ -20,8 +26,17 @@ def console() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def progress_table(trajectories: list[Trajectory]) -> Table:
-    table = Table(title="trajectories", title_justify="left")
+def progress(trajectories: list[Trajectory]) -> Table:
+    """The live display: one row per process, and done / running / queued with the elapsed time."""
+    count = Counter(t.status for t in trajectories)
+    started = [t.started for t in trajectories if t.started is not None]
+    elapsed = time.perf_counter() - min(started) if started else 0.0
+    title = (
+        f"trajectories: {count[DONE]} done, {count[RUNNING]} running, {count[QUEUED]} queued"
+        + (f", {count[FAILED]} failed, {count[SKIPPED]} skipped" if count[FAILED] + count[SKIPPED] else "")
+        + f"  ({elapsed:.1f} s)"
+    )
+    table = Table(title=title, title_justify="left")
     for column in ("trajectory", "status", "seconds", "exit"):
         table.add_column(column)
     for t in trajectories:
@@ -29,32 +44,6 @@ def progress_table(trajectories: list[Trajectory]) -> Table:
         code = "" if t.exit_code is None else str(t.exit_code)
         table.add_row(t.name, f"[{style}]{t.status}[/]", f"{t.elapsed():.2f}", code)
     return table
-
-
-def check(name: str, passed: bool, comparison: Comparison | None = None, detail: str | None = None) -> dict:
-    first = comparison.mismatches[0] if comparison and comparison.mismatches else None
-    return {
-        "name": name,
-        "passed": passed,
-        "max_abs_diff": comparison.max_abs_diff if comparison else None,
-        "first_mismatch": first.path if first else None,
-        "detail": detail or (first.reason if first else None),
-    }
-
-
-def resume_entry(continuous: dict, resumed: dict, full: Comparison, state: Comparison) -> dict:
-    """One column of the comparison: how far a resume lands from the continuous run."""
-    mse, reference = resumed["eval"].get("mse"), continuous["eval"].get("mse")
-    numbers = protocol.is_number(mse) and protocol.is_number(reference)
-    return {
-        "verdict": "concordant" if full.concordant else "divergent",
-        "max_state_deviation": state.max_abs_diff,
-        "max_deviation": full.max_abs_diff,
-        "final_mse": mse if protocol.is_number(mse) else None,
-        "mse_deviation": abs(mse - reference) if numbers else None,
-        "mismatches": full.count,
-        "first_mismatch": full.first_path,
-    }
 
 
 def trajectory_entry(t: Trajectory) -> dict:
@@ -118,16 +107,52 @@ def comparison_table(document: dict) -> Table:
     return table
 
 
+def points_table(document: dict) -> Table:
+    """Every resume that must be concordant: each interruption point, each chain, the cadence run."""
+    table = Table(title="every resume against the continuous run")
+    for column in ("trajectory", "max |Δ| state", "max |Δ|", "mismatches", "first mismatch", "verdict"):
+        table.add_column(column, justify="left" if column in ("trajectory", "first mismatch") else "right")
+    for name, entry in document["comparison"]["resumes"].items():
+        style = "green" if entry["verdict"] == "concordant" else "red"
+        cells = [_fmt(entry[key]) for key in ("max_state_deviation", "max_deviation", "mismatches", "first_mismatch")]
+        table.add_row(name, *cells, f"[{style}]{entry['verdict']}[/]")
+    return table
+
+
+def fault_matrix(document: dict) -> Table:
+    """Faults as rows, checks as columns: a mark where a check caught the omitted part."""
+    faults = document["faults"]
+    seen = {check for fault in faults.values() for check in fault["caught_by"]}
+    columns = [c for c in FAULT_COLUMNS if c in seen] + sorted(seen - set(FAULT_COLUMNS))
+    title = "fault matrix: resume without PART, caught by (rows, lr, loss: history fields; hist: its length)"
+    table = Table(title=title)
+    table.add_column("omitted", no_wrap=True)
+    for column in columns:
+        table.add_column(FAULT_COLUMNS.get(column) or column, justify="center", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    for part, fault in faults.items():
+        marks = ["[green]x[/]" if column in fault["caught_by"] else "" for column in columns]
+        verdict = "[green]caught[/]" if fault["detected"] else "[red]NOT CAUGHT[/]"
+        table.add_row(part, *marks, verdict)
+    return table
+
+
 def verdict_line(document: dict) -> str:
     if document["error"]:
         return f"[red]could not complete:[/] {document['error']}"
     if document["all_checks_passed"]:
-        return "[green]PASSED:[/] full resume concordant, resume without RNG restore divergent (negative control)"
+        extra = f", all {len(document['faults'])} faults caught" if document["faults"] else ""
+        return f"[green]PASSED:[/] every resume concordant, resume without RNG restore divergent{extra}"
     failed = [c["name"] for c in document["checks"] if not c["passed"]]
-    return f"[red]FAILED:[/] {', '.join(failed)}"
+    blind = f" The protocol is blind to: {', '.join(document['blind_to'])}." if document["blind_to"] else ""
+    return f"[red]FAILED:[/] {'; '.join(failed)}.{blind}"
 
 
 def print_report(out: Console, document: dict) -> None:
     if document["comparison"]:
         out.print(comparison_table(document))
+        if len(document["comparison"]["resumes"]) > 1:
+            out.print(points_table(document))
+    if document["faults"]:
+        out.print(fault_matrix(document))
     out.print(verdict_line(document))

@@ -7,6 +7,7 @@ so that a checkpoint holding them loads with `torch.load(..., weights_only=True)
 """
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,11 +46,16 @@ class Generators:
             TORCH: self.torch.get_state(),  # uint8 tensor, a copy
         }
 
-    def restore(self, state: dict[str, Any]) -> None:
-        py = state[PYTHON]
-        self.python.setstate((py["version"], tuple(py["internal"].tolist()), py["gauss_next"]))
-        self.numpy.bit_generator.state = state[NUMPY]
-        self.torch.set_state(state[TORCH])
+    def restore(self, state: dict[str, Any], names: Iterable[str] = NAMES) -> None:
+        """Restore the named generators (all by default); the others keep their current state."""
+        names = set(names)
+        if PYTHON in names:
+            py = state[PYTHON]
+            self.python.setstate((py["version"], tuple(py["internal"].tolist()), py["gauss_next"]))
+        if NUMPY in names:
+            self.numpy.bit_generator.state = state[NUMPY]
+        if TORCH in names:
+            self.torch.set_state(state[TORCH])
 
     def peek(self) -> dict[str, float]:
         """The next draw of each generator, taken and then undone, so the run is not disturbed."""

@@ -74,13 +74,22 @@ def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], None]) ->
     try:
         t.exit_code = _spawn_and_wait(t, timeout)
         if t.exit_code != 0:
-            raise TrajectoryError(f"exited with status {t.exit_code} (log: {t.log})")
+            said = _last_line(t.log)
+            raise TrajectoryError(f"exited with status {t.exit_code}{': ' + said if said else ''} (log: {t.log})")
         accept(t)
     except TrajectoryError as err:
         t.error = f"{t.name}: {err}"
     finally:
         t.seconds = time.perf_counter() - (t.started or time.perf_counter())
     return t.error
+
+
+def _last_line(log: Path) -> str:
+    """What a failed process said last: usually the reason (a usage error, an exception)."""
+    with open(log, "rb") as f:
+        f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+        lines = [line.strip() for line in f.read().decode(errors="replace").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
 
 
 def _spawn_and_wait(t: Trajectory, timeout: float) -> int:

@@ -7,6 +7,7 @@ import sys
 
 import train
 from conftest import REPO, run_script
+from resumeproof import fingerprint
 
 
 def summary(run_dir):
@@ -76,3 +77,30 @@ def test_one_thread_is_forced_even_when_the_environment_asks_for_more(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert summary(tmp_path / "r")["meta"]["threads"] == 1
+
+
+def test_unknown_omit_part_is_refused_with_the_valid_ones(tmp_path, interrupted_run):
+    resume = interrupted_run / "checkpoint.pt"
+    args = ("--steps", "1", "--output", tmp_path / "x", "--resume", resume, "--omit", "weights")
+    proc = run_script(REPO / "train.py", *args)
+    assert proc.returncode == 2
+    assert "unknown part weights; valid parts: model, optimizer, scheduler, rng-python" in proc.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_omit_without_resume_is_a_usage_error(tmp_path):
+    proc = run_script(REPO / "train.py", "--steps", "1", "--output", tmp_path / "x", "--omit", "model")
+    assert proc.returncode == 2 and "need --resume" in proc.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_writing_generations_every_3_steps_changes_nothing(tmp_path, continuous_run):
+    proc = run_script(REPO / "train.py", "--steps", "10", "--output", tmp_path / "r", "--checkpoint-every", "3")
+    assert proc.returncode == 0, proc.stderr
+    generations = sorted(p.name for p in (tmp_path / "r").glob("step_*.pt"))
+    assert generations == ["step_000003.pt", "step_000006.pt", "step_000009.pt"]
+    for name in generations:
+        fingerprint.verify(tmp_path / "r" / name)
+    with_generations, without = summary(tmp_path / "r"), summary(continuous_run)
+    for key in ("step", "history", "state", "next", "eval"):
+        assert with_generations[key] == without[key], key

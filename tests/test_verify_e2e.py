@@ -142,8 +142,8 @@ def test_forgotten_optimizer_state_fails_the_full_resume(tmp_path):
     assert full["first_mismatch"].split("[")[0].split(".")[0] in ("step", "history", "state", "next", "eval")
     assert full["max_state_deviation"] > 0  # the optimizer's moments really differ
     checks = {c["name"]: c for c in doc["checks"]}
-    assert checks["interrupted history = first k records of continuous"]["passed"] is True
-    assert checks["full resume concordant with continuous"]["first_mismatch"] == full["first_mismatch"]
+    assert checks["interrupted: history = first 2 records of continuous"]["passed"] is True
+    assert checks["resumed (from step 2) concordant with continuous"]["first_mismatch"] == full["first_mismatch"]
 
 
 def test_trainer_without_randomness_fails_the_negative_control(tmp_path):
@@ -191,7 +191,7 @@ def test_malformed_summary_is_refused_by_name(tmp_path):
 def test_torch_load_option_loads_every_checkpoint_with_the_real_loader(tmp_path):
     proc, _, doc = verify(tmp_path / "run", *SMALL, "--torch-load")
     assert proc.returncode == 0, proc.stderr
-    details = [c["detail"] for c in doc["checks"] if c["name"].startswith("fingerprint+weights_only:")]
+    details = [c["detail"] for c in doc["checks"] if c["name"].endswith(": fingerprint and weights_only")]
     assert len(details) == 4
     assert all("(torch.load(weights_only=True))" in detail for detail in details), details
 

@@ -7,7 +7,7 @@ its resume without RNG restore: the verifier must report the negative control un
 
 import os
 
-os.environ.update(OMP_NUM_THREADS="1", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+os.environ.update(OMP_NUM_THREADS="1")
 
 import hashlib
 import io

@@ -1,0 +1,101 @@
+"""What a verification runs and expects, decided before any process starts."""
+
+from pathlib import Path
+
+import click
+import pytest
+
+from resumeproof import plan
+from resumeproof.compare import check_of
+from resumeproof.plot import deviations
+from verify_resume import parse_faults, parse_points, parse_segments
+
+
+def settings(**overrides) -> plan.Settings:
+    base = {"output": Path("/r"), "steps": 10, "points": (5,), "atol": 1e-12, "train_cmd": "t", "jobs": 2}
+    return plan.Settings(**{**base, "timeout": 60.0, **overrides})
+
+
+def test_the_default_plan_is_the_protocols_four_trajectories():
+    p = plan.build(settings())
+    assert [t.name for t in p.trajectories] == ["continuous", "interrupted", "resumed", "resumed-no-rng"]
+    assert [t.after for t in p.trajectories] == [(), (), ("interrupted",), ("interrupted",)]
+    assert p.trajectories[3].argv == [
+        "t", "--steps", "5", "--output", "/r/resumed-no-rng", "--resume", "/r/interrupted/checkpoint.pt",
+        "--omit-rng-restore",
+    ]  # fmt: skip
+    assert [e.kind for e in p.expectations] == [plan.PREFIX, plan.CONCORDANT, plan.DIVERGENT]
+
+
+def test_faults_resume_from_the_primary_point_and_may_report_any_step():
+    p = plan.build(settings(points=(5, 2), faults=("model", "data")))
+    faults = [t for t in p.trajectories if t.name.startswith("fault-")]
+    assert [t.argv[-2:] for t in faults] == [["--omit", "model"], ["--omit", "data"]]
+    assert all(t.after == ("interrupted",) for t in faults)
+    assert p.steps["fault-model"] is None and p.steps["resumed-2"] == 10 and p.steps["interrupted-2"] == 2
+
+
+def test_a_chain_resumes_each_segment_from_the_one_before():
+    p = plan.build(settings(segments=((3, 3, 4),)))
+    chain = [t for t in p.trajectories if t.name.startswith("chain1-")]
+    assert [t.after for t in chain] == [(), ("chain1-seg1",), ("chain1-seg2",)]
+    assert [p.steps[t.name] for t in chain] == [3, 6, 10]
+    kinds = {e.name: e.kind for e in p.expectations}
+    assert [kinds[t.name] for t in chain] == [plan.PREFIX, plan.PREFIX, plan.CONCORDANT]
+
+
+def test_the_cadence_run_writes_a_checkpoint_every_step():
+    p = plan.build(settings(cadence=1))
+    assert p.trajectories[-1].argv[-2:] == ["--checkpoint-every", "1"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "points"),
+    [("5", (5,)), ("1,4,6,9", (1, 4, 6, 9)), ("9,5,1", (5, 9, 1)), ("all", (5, 1, 2, 3, 4, 6, 7, 8, 9))],
+)
+def test_interruption_points_put_the_default_point_first_when_chosen(spec, points):
+    assert parse_points(spec, 10) == points
+
+
+@pytest.mark.parametrize("spec", ["0", "10", "3,3", "", "a,b"])
+def test_bad_interruption_points_are_refused(spec):
+    with pytest.raises(click.BadParameter):
+        parse_points(spec, 10)
+
+
+def test_faults_all_is_every_part_and_duplicates_collapse():
+    assert parse_faults("all") == plan.FAULT_PARTS
+    assert parse_faults("data,model,data") == ("data", "model")
+    with pytest.raises(click.BadParameter, match="valid: all, model"):
+        parse_faults("weights")
+
+
+def test_segments_must_sum_to_the_steps():
+    assert parse_segments(("3,3,4", "5,5"), 10) == ((3, 3, 4), (5, 5))
+    for bad in ("3,3", "10", "0,10", "4,-1,7"):
+        with pytest.raises(click.BadParameter):
+            parse_segments((bad,), 10)
+
+
+@pytest.mark.parametrize(
+    ("path", "check"),
+    [
+        ("history[5].loss", "history.loss"),
+        ("history[5].rows[0]", "history.rows"),
+        ("history[2].override", "history.override"),
+        ("history", "history"),
+        ("history[3]", "history"),
+        ("state.params.0.weight[1][1]", "state"),
+        ("next.rng.python", "next"),
+        ("step", "step"),
+    ],
+)
+def test_each_mismatch_path_belongs_to_one_check(path, check):
+    assert check_of(path) == check
+
+
+def test_plot_deviation_is_per_step_over_loss_and_lr():
+    continuous = [{"step": 1, "loss": 1.0, "lr": 0.1}, {"step": 2, "loss": 2.0, "lr": 0.1}]
+    other = [{"step": 1, "loss": 1.0, "lr": 0.1}, {"step": 2, "loss": 2.5, "lr": 0.3}]
+    assert deviations(continuous, other) == ([1, 2], [0.0, pytest.approx(0.5)])
+    assert deviations(continuous, [{"step": 3, "loss": 0.0, "lr": 0.0}]) == ([], [])

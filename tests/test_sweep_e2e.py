@@ -1,0 +1,121 @@
+"""End to end, the proof extended: every interruption point, chains of segments, a checkpoint
+cadence that must change nothing, the fault matrix (each omitted part must be caught), the plot.
+"""
+
+import json
+import os
+import shlex
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, TRAINERS, run_verify
+from resumeproof.plan import FAULT_PARTS
+
+
+def verify(out: Path, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+    if env is None:
+        proc = run_verify("--output", str(out), *args)
+    else:
+        argv = [sys.executable, "-B", str(REPO / "verify_resume.py"), "--output", str(out), *args]
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=240)
+    report = out / "verification.json"
+    return proc, json.loads(report.read_text()) if report.is_file() else {}
+
+
+def trainer_cmd(script: str) -> str:
+    return shlex.join([sys.executable, "-B", str(TRAINERS / script)])
+
+
+def test_every_omitted_part_is_caught(tmp_path):
+    proc, doc = verify(tmp_path / "run", "--faults", "all")
+    assert proc.returncode == 0, proc.stderr
+    assert list(doc["faults"]) == list(FAULT_PARTS)
+    for part, fault in doc["faults"].items():
+        assert fault["detected"] is True, part
+        assert fault["caught_by"] and fault["first_mismatch"], part
+    caught = {part: set(fault["caught_by"]) for part, fault in doc["faults"].items()}
+    assert "history.rows" in caught["data"]  # another permutation: other rows at step 6
+    assert "history.lr" in caught["scheduler"]  # the lr drops at the wrong step
+    assert {"step", "history"} <= caught["progress"]  # the counter restarts: wrong step, short history
+    assert doc["blind_to"] == []
+    assert "fault matrix" in proc.stderr and "all 8 faults caught" in proc.stderr
+
+
+def test_every_interruption_point_and_a_checkpoint_every_step_pass(tmp_path):
+    proc, doc = verify(tmp_path / "run", "--steps", "7", "--interrupt-at", "all")
+    assert proc.returncode == 0, proc.stderr
+    assert doc["interrupt_at"] == [5, 1, 2, 3, 4, 6]  # the default point first: the negative control's
+    resumes = doc["comparison"]["resumes"]
+    expected = {"resumed", *(f"resumed-{k}" for k in (1, 2, 3, 4, 6)), "continuous-every-1"}
+    assert set(resumes) == expected
+    assert all(entry["verdict"] == "concordant" and entry["max_deviation"] == 0.0 for entry in resumes.values())
+    cadence = tmp_path / "run" / "continuous-every-1"
+    assert sorted(p.name for p in cadence.glob("step_*.pt")) == [f"step_{s:06d}.pt" for s in range(1, 8)]
+    assert all(Path(f"{p}.sha256").is_file() for p in cadence.glob("step_*.pt"))
+
+
+def test_chains_of_segments_pass_and_the_plot_is_a_png(tmp_path):
+    proc, doc = verify(tmp_path / "run", "--segments", "3,3,4", "--segments", ",".join(["1"] * 10), "--plot")
+    assert proc.returncode == 0, proc.stderr
+    assert doc["segments"] == [[3, 3, 4], [1] * 10]
+    assert doc["comparison"]["resumes"]["chain1-seg3"]["verdict"] == "concordant"
+    assert doc["comparison"]["resumes"]["chain2-seg10"]["verdict"] == "concordant"
+    prefixes = [c for c in doc["checks"] if c["name"].startswith("chain 1,1,")]
+    assert len(prefixes) == 10 and all(c["passed"] for c in prefixes)
+    png = (tmp_path / "run" / "verification.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    assert struct.unpack(">II", png[16:24]) == (1000, 700)
+
+
+def test_a_fault_the_trainer_silently_ignores_fails_and_is_named(tmp_path):
+    args = ("--steps", "4", "--interrupt-at", "2", "--faults", "scheduler,model")
+    proc, doc = verify(tmp_path / "run", *args, "--train-cmd", trainer_cmd("ignores_omit.py"))
+    assert proc.returncode == 1, proc.stderr
+    assert doc["positive"] is True and doc["negative_divergence_detected"] is True
+    assert doc["blind_to"] == ["scheduler", "model"]
+    assert doc["faults"]["model"] == {
+        "detected": False, "caught_by": [], "first_mismatch": None, "max_deviation": 0.0, "mismatches": 0,
+    }  # fmt: skip
+    assert "blind to: scheduler, model" in proc.stderr
+
+
+def test_a_trainer_that_rejects_omit_is_reported_not_skipped(tmp_path):
+    args = ("--steps", "4", "--interrupt-at", "2", "--faults", "model")
+    proc, doc = verify(tmp_path / "run", *args, "--train-cmd", trainer_cmd("deterministic.py"))
+    assert proc.returncode == 2, proc.stderr
+    assert doc["error"].startswith("fault-model: exited with status 2: ")
+    # the trainer's own words, from its log (argparse reads --omit as an abbreviation of
+    # --omit-rng-restore, then refuses the part as an extra argument)
+    assert "deterministic.py: error: unrecognized arguments: model" in doc["error"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_plot_without_matplotlib_says_how_to_install_it(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent / "fake_matplotlib")}
+    proc, _ = verify(tmp_path / "run", "--plot", env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert '-e ".[plot]"' in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--interrupt-at", "0"), "1 <= k < --steps 10"),
+        (("--interrupt-at", "10"), "1 <= k < --steps 10"),
+        (("--interrupt-at", "3,3"), "distinct"),
+        (("--interrupt-at", "x"), "not a comma-separated list of integers"),
+        (("--faults", "model,bogus"), "unknown part bogus"),
+        (("--segments", "3,3"), "sum to --steps 10"),
+        (("--segments", "10"), "at least two counts"),
+    ],
+)
+def test_bad_sweep_arguments_are_refused_before_anything_runs(tmp_path, args, message):
+    proc, _ = verify(tmp_path / "run", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert not (tmp_path / "run").exists()
