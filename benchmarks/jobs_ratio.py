@@ -8,26 +8,16 @@ on a 2-core machine is at most 0.6. This prints figures; it asserts nothing.
 """
 
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
-from pathlib import Path
 
 import click
+from verify_ratio import PY, timed  # the same timing, from the script beside this one
 
-REPO = Path(__file__).resolve().parent.parent
 SWEEP = ["--interrupt-at", "all", "--faults", "all"]
 
 
-def timed(output: str, jobs: int) -> float:
-    argv = [sys.executable, "-B", "verify_resume.py", "--output", output, *SWEEP, "--jobs", str(jobs)]
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-    return elapsed
+def sweep(output: str, jobs: int) -> float:
+    return timed([*PY, "verify_resume.py", "--output", output, *SWEEP, "--jobs", str(jobs)])
 
 
 @click.command()
@@ -36,8 +26,8 @@ def main(repeats: int) -> None:
     two, one = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(repeats):
-            two.append(timed(f"{tmp}/jobs2-{i}", 2))
-            one.append(timed(f"{tmp}/jobs1-{i}", 1))
+            two.append(sweep(f"{tmp}/jobs2-{i}", 2))
+            one.append(sweep(f"{tmp}/jobs1-{i}", 1))
     t2, t1 = statistics.median(two), statistics.median(one)
     print(f"--interrupt-at all --faults all --jobs 2   median {t2:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in two)})")
     print(f"--interrupt-at all --faults all --jobs 1   median {t1:.2f} s  (runs: {', '.join(f'{t:.2f}' for t in one)})")

@@ -8,6 +8,7 @@ Each added trajectory comes with its expectation: a history prefix, concordance,
 """
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ class Plan:
 def build(s: Settings) -> Plan:
     plan = Plan([], [], {})
 
-    def add(name: str, steps: int, total: int | None, extra: list[str] = [], after: str | None = None) -> None:  # noqa: B006
+    def add(name: str, steps: int, total: int | None, extra: Sequence[str] = (), after: str | None = None) -> None:
         argv = [*shlex.split(s.train_cmd), "--steps", str(steps), "--output", str(s.output / name), *extra]
         plan.trajectories.append(
             Trajectory(name, argv, s.output / name, s.output / "logs" / f"{name}.log", (after,) if after else ())
