@@ -19,11 +19,12 @@ os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 import functools
 import hashlib
 import platform
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 import numpy as np
@@ -31,7 +32,7 @@ import torch
 from torch import nn
 
 from resumeproof import checkpoint as ckpt
-from resumeproof import eager, fingerprint, protocol, rng
+from resumeproof import eager, fingerprint, losslog, protocol, rng, rundir, signals
 from resumeproof.rng import Generators
 
 HERE = Path(__file__).resolve().parent
@@ -69,12 +70,16 @@ PARTS = ("model", "optimizer", "scheduler", *RNG_PARTS, "data", "progress")
 
 @dataclass(frozen=True, kw_only=True)
 class Run:
-    steps: int  # updates this process runs
-    output: Path  # run directory, must not exist
+    output: Path  # run directory: must not exist, unless resuming in place
+    steps: int | None = None  # updates this process runs ...
+    until_step: int | None = None  # ... or: run until this global step is reached
     resume: Path | None = None  # checkpoint to continue from
+    resume_auto: bool = False  # continue in place from the newest valid generation in `output`
     omit: frozenset[str] = frozenset()  # parts NOT restored on resume (a deliberate fault)
     override: bool = False  # accept a checkpoint from other code, data or versions
     checkpoint_every: int = 0  # also write generation step_NNNNNN.pt every K steps (0: never)
+    keep: int = 3  # generations kept; an older one goes only after a newer one is verified
+    pace: float = 0.0  # seconds to sleep after each update: a testing aid, changes no computed value
 
 
 class RunError(Exception):
@@ -285,9 +290,36 @@ def make_output_dir(output: Path) -> None:
         raise RunError(f"--output {output}: created by someone else meanwhile; refusing to touch it") from None
 
 
+# What a run directory may hold; anything else means it is not one, and resuming in place refuses it.
+OWN_FILES = re.compile(r"(step_\d{6}\.pt|checkpoint\.pt)(\.sha256)?|summary\.json|loss\.jsonl|\.lock|\..+\.tmp-\d+")
+
+
+def warn(message: str) -> None:
+    click.echo(f"train.py: {message}", err=True)
+
+
+def open_in_place(r: Run, load) -> tuple[TextIO, tuple[Path, rundir.Loaded] | None]:
+    """--resume auto: lock the run directory (creating it if absent), clear what killed writers left,
+    and find the newest valid generation. A directory whose checkpoints are all invalid is refused
+    rather than started over; one that holds no checkpoint at all (a run killed before its first
+    one) starts from the beginning."""
+    r.output.mkdir(parents=True, exist_ok=True)
+    strangers = sorted(p.name for p in r.output.iterdir() if not OWN_FILES.fullmatch(p.name))
+    if strangers:
+        raise RunError(f"--output {r.output}: not a run directory (holds {', '.join(strangers[:3])}); refusing")
+    held = rundir.lock(r.output)
+    for stale in rundir.remove_temporaries(r.output):
+        warn(f"removed {stale}, left by an interrupted write")
+    found = rundir.newest_valid(r.output, load, r.output / protocol.CHECKPOINT, warn)
+    if found is None and (rundir.generations(r.output) or (r.output / protocol.CHECKPOINT).exists()):
+        raise RunError(f"--output {r.output}: holds checkpoints but no valid one; refusing to start over on top")
+    return held, found
+
+
 def run(exp: Experiment, r: Run) -> None:
     started = time.perf_counter()
-    refuse_existing(r.output)  # checked first, so a refused run leaves nothing behind
+    if not r.resume_auto:
+        refuse_existing(r.output)  # checked first, so a refused run leaves nothing behind
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
     # torch.use_deterministic_algorithms(True) also imports the inductor config (with TorchDynamo,
@@ -298,34 +330,63 @@ def run(exp: Experiment, r: Run) -> None:
     gens = Generators.seeded(exp.seed)
     model, optimizer, scheduler = build(exp)
     progress = fresh_progress(exp, gens)
+
+    def load(path: Path) -> rundir.Loaded:
+        return ckpt.load(path, expected(exp, model, optimizer, scheduler, data), r.override)
+
+    source, loaded = r.resume, None
+    if r.resume_auto:
+        held, found = open_in_place(r, load)
+        if found is not None:
+            source, loaded = found
+    elif r.resume is not None:
+        loaded = load(r.resume)
     overridden: list[str] = []
-    if r.resume is not None:
-        state, overridden = ckpt.load(r.resume, expected(exp, model, optimizer, scheduler, data), r.override)
+    if loaded is not None:
+        state, overridden = loaded
         restore(state, model, optimizer, scheduler, progress, r.omit)
         names = [name for part, name in RNG_PARTS.items() if part not in r.omit]
         gens.restore(state[ckpt.RNG], names)  # last: nothing may draw between this and the loop
-    make_output_dir(r.output)
+    if not r.resume_auto:
+        make_output_dir(r.output)
+        held = rundir.lock(r.output)
+    steps = r.steps if r.steps is not None else (r.until_step or 0) - progress.step
+    if steps < 0:
+        raise RunError(f"--until-step {r.until_step}: the run is already at step {progress.step}")
+    log = r.output / losslog.NAME
+    replayed = losslog.start(log, progress.step, pid=os.getpid(), resumed_from=str(source) if source else None)
+    requests = signals.Requests().install()
     ready = time.perf_counter()
 
-    for i in range(r.steps):
+    def write(path: Path) -> str:
+        return ckpt.save(path, capture(exp, model, optimizer, scheduler, gens, progress, data))
+
+    for i in range(steps):
         record = train_step(exp, model, optimizer, scheduler, gens, data, progress)
         if i == 0 and overridden:
             record["override"] = overridden  # compared, so an overridden resume is never concordant
         progress.history.append(record)
-        if r.checkpoint_every and progress.step % r.checkpoint_every == 0:
-            generation = r.output / f"step_{progress.step:06d}.pt"
-            ckpt.save(generation, capture(exp, model, optimizer, scheduler, gens, progress, data))
+        losslog.append(log, {**record, "replay": True} if record["step"] in replayed else record)
+        asked = requests.take_snapshot()
+        if asked or requests.stop or (r.checkpoint_every and progress.step % r.checkpoint_every == 0):
+            write(rundir.generation(r.output, progress.step))
+            rundir.prune(r.output, r.keep)
+        if requests.stop:
+            losslog.append(log, {"event": "stop", "signal": requests.stop, "step": progress.step})
+            break
+        time.sleep(r.pace)
     trained = time.perf_counter()
 
-    path = r.output / protocol.CHECKPOINT
-    digest = ckpt.save(path, capture(exp, model, optimizer, scheduler, gens, progress, data))
+    digest = write(r.output / protocol.CHECKPOINT)
     written = time.perf_counter()
     summary = summarize(model, optimizer, scheduler, gens, progress, data)
     summary["meta"] = {  # never compared: the omitted parts must show in behaviour, not in a label
         "argv": sys.argv,
-        "resumed_from": str(r.resume) if r.resume else None,
+        "resumed_from": str(source) if source else None,
         "omitted": sorted(r.omit),
         "checkpoint_every": r.checkpoint_every,
+        "stopped_by": requests.stop,
+        "pace": r.pace,
         "checkpoint_sha256": digest,
         "versions": versions(),
         "identity": identity(data),
@@ -335,6 +396,7 @@ def run(exp: Experiment, r: Run) -> None:
         "seconds": {"setup": ready - started, "train": trained - ready, "checkpoint": written - trained},
     }
     fingerprint.write_atomic(r.output / protocol.SUMMARY, protocol.dumps(summary).encode())
+    held.close()
 
 
 def parse_parts(ctx: click.Context, param: click.Parameter, value: str | None) -> frozenset[str]:
@@ -345,30 +407,45 @@ def parse_parts(ctx: click.Context, param: click.Parameter, value: str | None) -
     return parts
 
 
+AUTO = "auto"
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--steps", type=click.IntRange(min=0), required=True, help="Updates this process runs.")
+@click.option("--steps", type=click.IntRange(min=0), help="Updates this process runs.")
+@click.option("--until-step", type=click.IntRange(min=0), help="Instead of --steps: run until this global step.")
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Run directory; must not exist.")
-@click.option("--resume", type=click.Path(path_type=Path), help="Checkpoint to continue from.")
+@click.option("--resume", help="Checkpoint to continue from, or 'auto': continue in place in --output.")
 @click.option("--omit-rng-restore", is_flag=True, help="Resume WITHOUT restoring the random generators.")
 @click.option(
     "--omit", callback=parse_parts, metavar="PART[,PART...]", help=f"Resume WITHOUT restoring: {', '.join(PARTS)}."
 )
 @click.option("--checkpoint-every", type=click.IntRange(min=1), help="Also write step_NNNNNN.pt every K steps.")
+@click.option("--keep", type=click.IntRange(min=1), default=3, show_default=True, help="Generations kept.")
+@click.option("--pace", type=click.FloatRange(min=0), default=0.0, help="Sleep after each update (testing aid).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of all generators.")
 @click.option("--override-identity", is_flag=True, help="Resume a checkpoint from other code, data or versions.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def main(steps, output, resume, omit_rng_restore, omit, checkpoint_every, seed, override_identity, debug) -> None:
-    """Train the reference experiment for STEPS updates and write a complete, fingerprinted checkpoint."""
+def main(
+    steps, until_step, output, resume, omit_rng_restore, omit, checkpoint_every, keep, pace, seed, override_identity,
+    debug,
+) -> None:  # fmt: skip
+    """Train the reference experiment and write a complete, fingerprinted checkpoint.
+
+    SIGTERM: finish the update, write a checkpoint, stop (exit 0). SIGUSR1: write one and carry on.
+    """
+    if (steps is None) == (until_step is None):
+        raise click.UsageError("give exactly one of --steps and --until-step")
     omit = omit | (frozenset(RNG_PARTS) if omit_rng_restore else frozenset())
     if omit and resume is None:
         raise click.UsageError("--omit and --omit-rng-restore need --resume")
     settings = Run(
-        steps=steps, output=output, resume=resume, omit=omit, override=override_identity,
-        checkpoint_every=checkpoint_every or 0,
+        output=output, steps=steps, until_step=until_step, resume=None if resume in (None, AUTO) else Path(resume),
+        resume_auto=resume == AUTO, omit=omit, override=override_identity, checkpoint_every=checkpoint_every or 0,
+        keep=keep, pace=pace,
     )  # fmt: skip
     try:
         run(Experiment(seed=seed), settings)
-    except (RunError, ckpt.CheckpointError, OSError) as err:
+    except (RunError, ckpt.CheckpointError, rundir.RunDirError, OSError) as err:
         if debug:
             raise
         click.echo(f"train.py: error: {err}", err=True)

@@ -43,9 +43,12 @@ def accepter(s: Settings, p: Plan):
         try:
             t.results["sha256"], t.results["tensors"] = _checkpoint(t.output / protocol.CHECKPOINT)
             t.results["summary"] = protocol.read_summary(t.output / protocol.SUMMARY, p.steps[t.name])
-            if t.name == CADENCE:
-                for step in range(s.cadence, s.steps + 1, s.cadence):
-                    _checkpoint(t.output / f"step_{step:06d}.pt")
+            if t.name == CADENCE:  # every generation it kept is valid, and the newest is the last step
+                kept = sorted(t.output.glob("step_*.pt"))
+                if not kept or kept[-1].name != f"step_{s.steps:06d}.pt":
+                    raise TrajectoryError(f"{t.output}: no generation step_{s.steps:06d}.pt")
+                for path in kept:
+                    _checkpoint(path)
         except (fingerprint.FingerprintError, plaindata.PlainDataError, protocol.ProtocolError) as err:
             raise TrajectoryError(str(err)) from None
 

@@ -95,7 +95,8 @@ def test_omit_without_resume_is_a_usage_error(tmp_path):
 
 
 def test_writing_generations_every_3_steps_changes_nothing(tmp_path, continuous_run):
-    proc = run_script(REPO / "train.py", "--steps", "10", "--output", tmp_path / "r", "--checkpoint-every", "3")
+    args = ("--steps", "10", "--output", tmp_path / "r", "--checkpoint-every", "3", "--keep", "5")
+    proc = run_script(REPO / "train.py", *args)
     assert proc.returncode == 0, proc.stderr
     generations = sorted(p.name for p in (tmp_path / "r").glob("step_*.pt"))
     assert generations == ["step_000003.pt", "step_000006.pt", "step_000009.pt"]

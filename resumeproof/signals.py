@@ -1,0 +1,32 @@
+"""SIGTERM: finish the update, write a checkpoint, stop. SIGUSR1: the same, then carry on.
+
+The handlers only record the request; the training loop serves it at the next step boundary.
+So a signal that arrives during a checkpoint write is served after that write has completed,
+and a second SIGTERM only repeats a request already made: nothing is ever written from a handler.
+"""
+
+import signal
+from types import FrameType
+
+
+class Requests:
+    def __init__(self) -> None:
+        self.stop: str | None = None  # the signal that asked the run to stop
+        self.snapshot = False  # a checkpoint was asked for
+
+    def install(self) -> "Requests":
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGUSR1, self._snapshot)
+        return self
+
+    def take_snapshot(self) -> bool:
+        """Whether a checkpoint was asked for; the request is consumed before the write starts, so
+        one that arrives during the write is served at the next boundary."""
+        asked, self.snapshot = self.snapshot, False
+        return asked
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stop = self.stop or signal.Signals(signum).name
+
+    def _snapshot(self, signum: int, frame: FrameType | None) -> None:
+        self.snapshot = True
