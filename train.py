@@ -22,7 +22,7 @@ import platform
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -65,6 +65,8 @@ class Experiment:
 
 # What a resume restores, part by part; `--omit` skips parts to show that the verifier notices.
 RNG_PARTS = {"rng-python": rng.PYTHON, "rng-numpy": rng.NUMPY, "rng-torch": rng.TORCH}
+# What `--override KEY=VALUE` may change on resume, and the optimizer/scheduler constants it moves.
+PIVOTS = {"lr": frozenset({"lr", "initial_lr", "base_lrs"})}
 PARTS = ("model", "optimizer", "scheduler", *RNG_PARTS, "data", "progress")
 
 
@@ -80,6 +82,7 @@ class Run:
     checkpoint_every: int = 0  # also write generation step_NNNNNN.pt every K steps (0: never)
     keep: int = 3  # generations kept; an older one goes only after a newer one is verified
     pace: float = 0.0  # seconds to sleep after each update: a testing aid, changes no computed value
+    pivot: dict[str, float] = field(default_factory=dict)  # --override KEY=VALUE: a deliberate change on resume
 
 
 class RunError(Exception):
@@ -219,7 +222,9 @@ def identity(data: Data) -> dict[str, str]:
     return {"code_sha256": code_sha256(), "data_sha256": data.sha256}
 
 
-def expected(exp: Experiment, model: nn.Module, optimizer, scheduler, data: Data) -> ckpt.Expected:
+def expected(
+    exp: Experiment, model: nn.Module, optimizer, scheduler, data: Data, pivot: frozenset[str] = frozenset()
+) -> ckpt.Expected:
     """What a checkpoint must match, read off the freshly built (not yet restored) objects."""
     counters = {"params", "lr", "last_epoch"}  # what a run changes; every other public key is a constant
     return ckpt.Expected(
@@ -231,9 +236,23 @@ def expected(exp: Experiment, model: nn.Module, optimizer, scheduler, data: Data
         config=asdict(exp),
         identity=identity(data),
         versions=versions(),
+        pivot=pivot,
         rows=exp.rows,
         batch=exp.batch,
     )
+
+
+def apply_pivot(exp: Experiment, pivot: dict[str, float], optimizer, scheduler) -> dict[str, list[float]]:
+    """Move the restored run onto the new lr: the schedule keeps its place, scaled to the new base."""
+    changed = {}
+    if "lr" in pivot and pivot["lr"] != scheduler.base_lrs[0]:  # restating the current lr is no pivot
+        group, old = optimizer.param_groups[0], scheduler.base_lrs[0]
+        group["lr"] *= pivot["lr"] / old
+        group["initial_lr"] = pivot["lr"]
+        scheduler.base_lrs = [pivot["lr"]]
+        scheduler._last_lr = [group["lr"]]  # what get_last_lr() reports until the next step
+        changed["lr"] = [old, pivot["lr"]]
+    return changed
 
 
 # -- summary.json: the comparison surface -------------------------------------------------------
@@ -331,8 +350,10 @@ def run(exp: Experiment, r: Run) -> None:
     model, optimizer, scheduler = build(exp)
     progress = fresh_progress(exp, gens)
 
+    moved = frozenset().union(*(PIVOTS[key] for key in r.pivot))
+
     def load(path: Path) -> rundir.Loaded:
-        return ckpt.load(path, expected(exp, model, optimizer, scheduler, data), r.override)
+        return ckpt.load(path, expected(exp, model, optimizer, scheduler, data, moved), r.override)
 
     source, loaded = r.resume, None
     if r.resume_auto:
@@ -342,11 +363,19 @@ def run(exp: Experiment, r: Run) -> None:
     elif r.resume is not None:
         loaded = load(r.resume)
     overridden: list[str] = []
+    provenance: list[dict[str, Any]] = []
+    pivoted: dict[str, list[float]] = {}
     if loaded is not None:
         state, overridden = loaded
         restore(state, model, optimizer, scheduler, progress, r.omit)
+        provenance = list(state.get(ckpt.PROVENANCE, []))
+        pivoted = apply_pivot(exp, r.pivot, optimizer, scheduler)
+        if pivoted:
+            provenance.append({"step": progress.step, "pivot": pivoted})
         names = [name for part, name in RNG_PARTS.items() if part not in r.omit]
         gens.restore(state[ckpt.RNG], names)  # last: nothing may draw between this and the loop
+    elif r.pivot:
+        raise RunError("--override changes a resumed run; there is nothing to resume here")
     if not r.resume_auto:
         make_output_dir(r.output)
         held = rundir.lock(r.output)
@@ -354,17 +383,22 @@ def run(exp: Experiment, r: Run) -> None:
     if steps < 0:
         raise RunError(f"--until-step {r.until_step}: the run is already at step {progress.step}")
     log = r.output / losslog.NAME
-    replayed = losslog.start(log, progress.step, pid=os.getpid(), resumed_from=str(source) if source else None)
+    replayed = losslog.start(
+        log, progress.step, pid=os.getpid(), resumed_from=str(source) if source else None, pivot=pivoted or None
+    )
     requests = signals.Requests().install()
     ready = time.perf_counter()
 
     def write(path: Path) -> str:
-        return ckpt.save(path, capture(exp, model, optimizer, scheduler, gens, progress, data))
+        state = capture(exp, model, optimizer, scheduler, gens, progress, data)
+        return ckpt.save(path, state | {ckpt.PROVENANCE: provenance})
 
     for i in range(steps):
         record = train_step(exp, model, optimizer, scheduler, gens, data, progress)
         if i == 0 and overridden:
             record["override"] = overridden  # compared, so an overridden resume is never concordant
+        if i == 0 and pivoted:
+            record["pivot"] = pivoted  # likewise: a pivoted run is another run from here on
         progress.history.append(record)
         losslog.append(log, {**record, "replay": True} if record["step"] in replayed else record)
         asked = requests.take_snapshot()
@@ -386,6 +420,7 @@ def run(exp: Experiment, r: Run) -> None:
         "omitted": sorted(r.omit),
         "checkpoint_every": r.checkpoint_every,
         "stopped_by": requests.stop,
+        "provenance": provenance,
         "pace": r.pace,
         "checkpoint_sha256": digest,
         "versions": versions(),
@@ -410,6 +445,21 @@ def parse_parts(ctx: click.Context, param: click.Parameter, value: str | None) -
 AUTO = "auto"
 
 
+def parse_pivots(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, float]:
+    pivots = {}
+    for item in values:
+        key, _, value = item.partition("=")
+        if key not in PIVOTS:
+            raise click.BadParameter(f"{item!r}: only {', '.join(PIVOTS)} can change on resume")
+        try:
+            pivots[key] = float(value)
+        except ValueError:
+            raise click.BadParameter(f"{item!r}: {value!r} is not a number") from None
+        if not pivots[key] > 0:
+            raise click.BadParameter(f"{item!r}: must be > 0")
+    return pivots
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--steps", type=click.IntRange(min=0), help="Updates this process runs.")
 @click.option("--until-step", type=click.IntRange(min=0), help="Instead of --steps: run until this global step.")
@@ -424,10 +474,14 @@ AUTO = "auto"
 @click.option("--pace", type=click.FloatRange(min=0), default=0.0, help="Sleep after each update (testing aid).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of all generators.")
 @click.option("--override-identity", is_flag=True, help="Resume a checkpoint from other code, data or versions.")
+@click.option(
+    "--override", "pivots", multiple=True, callback=parse_pivots, metavar="KEY=VALUE",
+    help=f"Change the experiment on resume (a recorded pivot): {', '.join(PIVOTS)}.",
+)  # fmt: skip
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def main(
     steps, until_step, output, resume, omit_rng_restore, omit, checkpoint_every, keep, pace, seed, override_identity,
-    debug,
+    pivots, debug,
 ) -> None:  # fmt: skip
     """Train the reference experiment and write a complete, fingerprinted checkpoint.
 
@@ -441,10 +495,10 @@ def main(
     settings = Run(
         output=output, steps=steps, until_step=until_step, resume=None if resume in (None, AUTO) else Path(resume),
         resume_auto=resume == AUTO, omit=omit, override=override_identity, checkpoint_every=checkpoint_every or 0,
-        keep=keep, pace=pace,
+        keep=keep, pace=pace, pivot=pivots,
     )  # fmt: skip
     try:
-        run(Experiment(seed=seed), settings)
+        run(replace(Experiment(seed=seed), **pivots), settings)
     except (RunError, ckpt.CheckpointError, rundir.RunDirError, OSError) as err:
         if debug:
             raise

@@ -20,6 +20,7 @@ FORMAT = "resumeproof-checkpoint/1"
 # The keys, named once: the trainer's capture and restore and the checks below all use these.
 FORMAT_KEY, MODEL, OPTIMIZER, SCHEDULER, RNG = "format", "model", "optimizer", "scheduler", "rng"
 DATA, PROGRESS, HISTORY, CONFIG, VERSIONS, IDENTITY = "data", "progress", "history", "config", "versions", "identity"
+PROVENANCE = "provenance"  # optional: the deliberate pivots the run went through, oldest first
 REQUIRED_KEYS = frozenset(
     {FORMAT_KEY, MODEL, OPTIMIZER, SCHEDULER, RNG, DATA, PROGRESS, HISTORY, CONFIG, VERSIONS, IDENTITY}
 )
@@ -42,6 +43,7 @@ class Expected:
     config: dict[str, Any]  # must be equal: another experiment is never resumed
     identity: dict[str, str]  # code and data sha256: different only with an explicit override
     versions: dict[str, str]  # python, torch, numpy: likewise
+    pivot: frozenset[str] = frozenset()  # config and hyper-parameter keys a declared pivot changes
     rows: int
     batch: int
 
@@ -73,8 +75,10 @@ def load(path: Path, expected: Expected, override: bool = False) -> tuple[dict[s
     state = _unpickle(path, data)
     _check_schema(path, state, expected)
     _check_progress(path, state, expected)
-    _check_config(path, state[CONFIG], expected.config)
-    _check_hyperparameters(path, state, expected.hyper)
+    _check_config(path, state[CONFIG], expected.config, expected.pivot)
+    _check_hyperparameters(path, state, expected.hyper, expected.pivot)
+    if not isinstance(state.get(PROVENANCE, []), list):
+        raise _fail(path, "provenance must be a list")
     return state, _check_identity(path, state, expected, override)
 
 
@@ -206,22 +210,25 @@ def _check_progress(path: Path, state: dict[str, Any], expected: Expected) -> No
         )
 
 
-def _check_config(path: Path, config: dict[str, Any], expected: dict[str, Any]) -> None:
+def _check_config(path: Path, config: dict[str, Any], expected: dict[str, Any], pivot: frozenset[str]) -> None:
     if not all(isinstance(value, int | float | str | bool | None) for value in config.values()):
         raise _fail(path, "config values must be numbers, strings, booleans or null")
-    differing = sorted(key for key in expected.keys() | config.keys() if config.get(key) != expected.get(key))
+    keys = (expected.keys() | config.keys()) - pivot
+    differing = sorted(key for key in keys if config.get(key) != expected.get(key))
     if differing:
         pairs = ", ".join(f"{key}={_show(config.get(key))} (now {_show(expected.get(key))})" for key in differing)
         raise _fail(path, f"written by another experiment: {pairs}")
 
 
-def _check_hyperparameters(path: Path, state: dict[str, Any], hyper: dict[str, dict[str, Any]]) -> None:
+def _check_hyperparameters(
+    path: Path, state: dict[str, Any], hyper: dict[str, dict[str, Any]], pivot: frozenset[str]
+) -> None:
     """Betas, eps, initial lr, step size, gamma...: what a fresh optimizer and scheduler would hold.
     Restoring them unchecked would let a checkpoint quietly change the experiment."""
     found = {OPTIMIZER: state[OPTIMIZER]["param_groups"][0], SCHEDULER: state[SCHEDULER]}
     for section, constants in hyper.items():
         for key, value in constants.items():
-            if found[section].get(key) != value:
+            if key not in pivot and found[section].get(key) != value:
                 raise _fail(
                     path, f"{section} {key} is {_show(found[section].get(key))}, this experiment has {_show(value)}"
                 )

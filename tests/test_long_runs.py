@@ -3,6 +3,7 @@ SIGUSR1, and a loss.jsonl that says which record of a replayed step is authorita
 
 import json
 import resource
+import shlex
 import shutil
 import signal
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_train
+from conftest import REPO, TRAINERS, run_train, run_verify
 from resumeproof import fingerprint, losslog, protocol, rundir
 from resumeproof.compare import compare_keys, merge
 
@@ -210,3 +211,50 @@ def test_interrupted_write_leftovers_are_removed_on_the_next_start(tmp_path):
     proc = run_train("--until-step", "3", "--output", run, "--resume", "auto")
     assert proc.returncode == 0, proc.stderr
     assert not stale.exists() and f"removed {stale}" in proc.stderr
+
+
+def test_a_pivot_keeps_the_state_changes_the_lr_and_is_recorded(tmp_path, interrupted_run):
+    run = tmp_path / "pivoted"
+    proc = run_train(
+        "--steps", "5", "--output", run, "--resume", interrupted_run / "checkpoint.pt", "--override", "lr=0.01"
+    )
+    assert proc.returncode == 0, proc.stderr
+    before, after = summary(interrupted_run), summary(run)
+    assert after["history"][:5] == before["history"]  # the history is carried, not reset
+    first = after["history"][5]
+    assert first["pivot"] == {"lr": [0.03, 0.01]}
+    assert first["lr"] == pytest.approx(before["next"]["lr"] / 3, rel=1e-15)  # the schedule keeps its place
+    assert after["meta"]["provenance"] == [{"step": 5, "pivot": {"lr": [0.03, 0.01]}}]
+    log = losslog.read(run / losslog.NAME)[0]
+    assert log[0]["event"] == "start" and log[0]["pivot"] == {"lr": [0.03, 0.01]}
+    again = run_train("--steps", "1", "--output", tmp_path / "plain", "--resume", run / "checkpoint.pt")
+    assert again.returncode == 2 and "written by another experiment: lr=0.01 (now 0.03)" in again.stderr
+    args = ("--steps", "1", "--output", tmp_path / "same", "--resume", run / "checkpoint.pt", "--override", "lr=0.01")
+    same = run_train(*args)
+    assert same.returncode == 0, same.stderr
+    assert summary(tmp_path / "same")["meta"]["provenance"] == after["meta"]["provenance"]  # no second pivot
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--override", "dropout=0.1"), "only lr can change on resume"),
+        (("--override", "lr=fast"), "is not a number"),
+        (("--override", "lr=0.01"), "--override changes a resumed run"),
+    ],
+)
+def test_a_pivot_is_only_what_the_flag_allows(tmp_path, args, message):
+    proc = run_train("--steps", "1", "--output", tmp_path / "run", *args)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_verifier_never_calls_a_pivoted_resume_concordant(tmp_path):
+    cmd = shlex.join([sys.executable, "-B", str(TRAINERS / "pivots_on_resume.py")])
+    proc = run_verify("--output", tmp_path / "v", "--steps", "4", "--interrupt-at", "2", "--train-cmd", cmd)
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads((tmp_path / "v" / "verification.json").read_text())
+    assert report["positive"] is False
+    assert report["comparison"]["full_resume"]["first_mismatch"] == "history[2]"  # the record names the pivot
+    full = next(c for c in report["checks"] if c["name"].startswith("resumed (from step 2)"))
+    assert "only right ['pivot']" in full["detail"]
