@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from resumeproof import checkpoint as ckpt
-from resumeproof import eager, fingerprint, losslog, protocol, rng, rundir, signals
+from resumeproof import eager, fingerprint, flat, losslog, protocol, rng, rundir, signals
 from resumeproof.rng import Generators
 
 HERE = Path(__file__).resolve().parent
@@ -77,6 +77,7 @@ class Run:
     until_step: int | None = None  # ... or: run until this global step is reached
     resume: Path | None = None  # checkpoint to continue from
     resume_auto: bool = False  # continue in place from the newest valid generation in `output`
+    resume_flat: Path | None = None  # start from a flat file of weights and Adam moments (not enough)
     omit: frozenset[str] = frozenset()  # parts NOT restored on resume (a deliberate fault)
     override: bool = False  # accept a checkpoint from other code, data or versions
     checkpoint_every: int = 0  # also write generation step_NNNNNN.pt every K steps (0: never)
@@ -242,6 +243,28 @@ def expected(
     )
 
 
+def restore_flat(saved: flat.Flat, model: nn.Module, optimizer) -> None:
+    """All a flat file can give back: weights and Adam moments (as float32) and Adam's step count.
+    Everything else keeps its freshly built state: scheduler, generators, data position, progress."""
+    params = list(model.parameters())
+    if len(saved.weights) != sum(p.numel() for p in params):
+        raise RunError(
+            f"flat file holds {len(saved.weights)} parameters, the model has {sum(p.numel() for p in params)}"
+        )
+    state, offset = {}, 0
+    with torch.no_grad():
+        for i, p in enumerate(params):
+            chunk = slice(offset, offset + p.numel())
+            p.copy_(torch.from_numpy(saved.weights[chunk]).view_as(p))
+            state[i] = {
+                "step": torch.tensor(float(saved.step)),
+                "exp_avg": torch.from_numpy(saved.m[chunk]).view_as(p).to(p.dtype),
+                "exp_avg_sq": torch.from_numpy(saved.v[chunk]).view_as(p).to(p.dtype),
+            }
+            offset += p.numel()
+    optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
+
+
 def apply_pivot(exp: Experiment, pivot: dict[str, float], optimizer, scheduler) -> dict[str, list[float]]:
     """Move the restored run onto the new lr: the schedule keeps its place, scaled to the new base."""
     changed = {}
@@ -376,6 +399,9 @@ def run(exp: Experiment, r: Run) -> None:
         gens.restore(state[ckpt.RNG], names)  # last: nothing may draw between this and the loop
     elif r.pivot:
         raise RunError("--override changes a resumed run; there is nothing to resume here")
+    if r.resume_flat is not None:
+        restore_flat(flat.read(r.resume_flat), model, optimizer)
+        source = r.resume_flat
     if not r.resume_auto:
         make_output_dir(r.output)
         held = rundir.lock(r.output)
@@ -465,6 +491,7 @@ def parse_pivots(ctx: click.Context, param: click.Parameter, values: tuple[str, 
 @click.option("--until-step", type=click.IntRange(min=0), help="Instead of --steps: run until this global step.")
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Run directory; must not exist.")
 @click.option("--resume", help="Checkpoint to continue from, or 'auto': continue in place in --output.")
+@click.option("--resume-flat", type=click.Path(path_type=Path), help="Start from a flat weights+moments file only.")
 @click.option("--omit-rng-restore", is_flag=True, help="Resume WITHOUT restoring the random generators.")
 @click.option(
     "--omit", callback=parse_parts, metavar="PART[,PART...]", help=f"Resume WITHOUT restoring: {', '.join(PARTS)}."
@@ -480,8 +507,8 @@ def parse_pivots(ctx: click.Context, param: click.Parameter, values: tuple[str, 
 )  # fmt: skip
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def main(
-    steps, until_step, output, resume, omit_rng_restore, omit, checkpoint_every, keep, pace, seed, override_identity,
-    pivots, debug,
+    steps, until_step, output, resume, resume_flat, omit_rng_restore, omit, checkpoint_every, keep, pace, seed,
+    override_identity, pivots, debug,
 ) -> None:  # fmt: skip
     """Train the reference experiment and write a complete, fingerprinted checkpoint.
 
@@ -492,14 +519,16 @@ def main(
     omit = omit | (frozenset(RNG_PARTS) if omit_rng_restore else frozenset())
     if omit and resume is None:
         raise click.UsageError("--omit and --omit-rng-restore need --resume")
+    if resume_flat is not None and resume is not None:
+        raise click.UsageError("give --resume or --resume-flat, not both")
     settings = Run(
         output=output, steps=steps, until_step=until_step, resume=None if resume in (None, AUTO) else Path(resume),
         resume_auto=resume == AUTO, omit=omit, override=override_identity, checkpoint_every=checkpoint_every or 0,
-        keep=keep, pace=pace, pivot=pivots,
+        keep=keep, pace=pace, pivot=pivots, resume_flat=resume_flat,
     )  # fmt: skip
     try:
         run(replace(Experiment(seed=seed), **pivots), settings)
-    except (RunError, ckpt.CheckpointError, rundir.RunDirError, OSError) as err:
+    except (RunError, ckpt.CheckpointError, rundir.RunDirError, flat.FlatError, OSError) as err:
         if debug:
             raise
         click.echo(f"train.py: error: {err}", err=True)

@@ -24,7 +24,7 @@ from rich.live import Live
 
 from resumeproof import fingerprint, plaindata, plan, protocol, report
 from resumeproof import plot as plot_module
-from resumeproof.plan import CADENCE, CONTINUOUS, FAULT_PARTS, Plan, Settings
+from resumeproof.plan import CADENCE, CONTINUOUS, FAULT_PARTS, FLAT, FLAT_EXPORT, Plan, Settings
 from resumeproof.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
 
 HERE = Path(__file__).resolve().parent
@@ -41,7 +41,12 @@ def accepter(s: Settings, p: Plan):
 
     def accept(t: Trajectory) -> None:
         try:
-            t.results["sha256"], t.results["tensors"] = _checkpoint(t.output / protocol.CHECKPOINT)
+            if t.name == FLAT_EXPORT:  # not a trajectory: the flat file the flat fault resumes from
+                t.results["resumable"] = t.output / "flat.bin"
+                t.results["sha256"] = fingerprint.verify(t.results["resumable"])
+                return
+            t.results["resumable"] = t.output / protocol.CHECKPOINT
+            t.results["sha256"], t.results["tensors"] = _checkpoint(t.results["resumable"])
             t.results["summary"] = protocol.read_summary(t.output / protocol.SUMMARY, p.steps[t.name])
             if t.name == CADENCE:  # every generation it kept is valid, and the newest is the last step
                 kept = sorted(t.output.glob("step_*.pt"))
@@ -98,7 +103,8 @@ def verify(s: Settings, out) -> dict[str, Any]:
     }
     if error is None:
         document.update(plan.evaluate(s, p, summaries))
-        document["checks"] = [_checkpoint_check(t) for t in p.trajectories] + document["checks"]
+        checkpoints = [_checkpoint_check(t) for t in p.trajectories if "tensors" in t.results]
+        document["checks"] = checkpoints + document["checks"]
         if s.plot:
             document["plot"] = str(plot_module.write(s.output / "verification.png", summaries, s.atol))
     report.write(s.output / "verification.json", document)
@@ -120,15 +126,15 @@ def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
     """A resume must read its checkpoint, never write it: re-hash every one resumed from."""
     resumed_from = {name for t in trajectories for name in t.after}
     for t in trajectories:
-        path = t.output / protocol.CHECKPOINT
-        if t.name in resumed_from and fingerprint.sha256_file(path) != t.results["sha256"]:
+        path = t.results.get("resumable")
+        if t.name in resumed_from and path and fingerprint.sha256_file(path) != t.results["sha256"]:
             return f"{path}: changed while it was being resumed from"
     return None
 
 
 def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
     """Load every checkpoint with torch itself; the first refusal, if any."""
-    for t in trajectories:
+    for t in (t for t in trajectories if "tensors" in t.results):
         try:
             plaindata.check_with_torch(t.output / protocol.CHECKPOINT)
         except plaindata.PlainDataError as err:
@@ -154,13 +160,15 @@ def parse_points(spec: str, steps: int) -> tuple[int, ...]:
 
 
 def parse_faults(spec: str | None) -> tuple[str, ...]:
+    """'all' (every part of the fault matrix), a list of parts, and/or 'flat'."""
     if not spec:
         return ()
-    parts = FAULT_PARTS if spec == "all" else tuple(part.strip() for part in spec.split(","))
-    unknown = [part for part in parts if part not in FAULT_PARTS]
+    items = [item.strip() for item in spec.split(",")]
+    parts = [part for item in items for part in (FAULT_PARTS if item == "all" else (item,))]
+    unknown = [part for part in parts if part not in (*FAULT_PARTS, FLAT)]
     if unknown:
         raise click.BadParameter(
-            f"unknown part {', '.join(unknown)}; valid: all, {', '.join(FAULT_PARTS)}", param_hint="--faults"
+            f"unknown part {', '.join(unknown)}; valid: all, {', '.join(FAULT_PARTS)}, {FLAT}", param_hint="--faults"
         )
     return tuple(dict.fromkeys(parts))
 
@@ -217,7 +225,7 @@ def _ints(spec: str, flag: str) -> list[int]:
 @click.option(
     "--faults",
     metavar="all|PART[,PART...]",
-    help=f"Also resume once per omitted part, each must be caught: {', '.join(FAULT_PARTS)}.",
+    help=f"Also resume once per omitted part, each must be caught: {', '.join(FAULT_PARTS)}; or flat.",
 )
 @click.option(
     "--segments",

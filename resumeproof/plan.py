@@ -8,6 +8,7 @@ Each added trajectory comes with its expectation: a history prefix, concordance,
 """
 
 import shlex
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,11 @@ from resumeproof.trajectories import Trajectory
 CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG = "continuous", "interrupted", "resumed", "resumed-no-rng"
 CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not disturb the run
 FAULT_PARTS = ("model", "optimizer", "scheduler", "rng-python", "rng-numpy", "rng-torch", "data", "progress")
+FLAT = "flat"  # --faults flat: resume from the classic flat file of weights and Adam moments alone
+FLAT_EXPORT = "flat-export"  # the process that writes it from the interrupted checkpoint
+FLAT_CAUSE = (
+    "weights and Adam moments only, in float32: no scheduler, generators, data position, step counter or history"
+)
 PREFIX, CONCORDANT, DIVERGENT = "prefix", "concordant", "divergent"
 
 
@@ -89,7 +95,15 @@ def build(s: Settings) -> Plan:
     )
     for part in s.faults:
         name = f"fault-{part}"
-        add(name, s.steps - s.primary, None, [*resume(primary), "--omit", part], primary)
+        if part == FLAT:
+            flat = s.output / FLAT_EXPORT / "flat.bin"
+            export = [sys.executable, "-B", "-m", "resumeproof.flat", "export", resume(primary)[1], str(flat)]
+            plan.trajectories.append(
+                Trajectory(FLAT_EXPORT, export, flat.parent, s.output / "logs" / "flat-export.log", (primary,))
+            )
+            add(name, s.steps - s.primary, None, ["--resume-flat", str(flat)], FLAT_EXPORT)
+        else:
+            add(name, s.steps - s.primary, None, [*resume(primary), "--omit", part], primary)
         plan.expectations.append(Expectation(name, DIVERGENT, f"resume without {part} diverges", part=part))
     for c, chain in enumerate(s.segments, start=1):
         done, before = 0, None
@@ -135,6 +149,7 @@ def evaluate(s: Settings, plan: Plan, summaries: dict[str, dict[str, Any]]) -> d
         else:
             faults[e.part] = {
                 "detected": passed,
+                "cause": FLAT_CAUSE if e.part == FLAT else f"{e.part} not restored",
                 "caught_by": sorted(result.caught_by),
                 "first_mismatch": result.first_path,
                 "max_deviation": result.max_abs_diff,

@@ -155,4 +155,7 @@ def print_report(out: Console, document: dict) -> None:
             out.print(points_table(document))
     if document["faults"]:
         out.print(fault_matrix(document))
+        for part, fault in document["faults"].items():
+            if part == "flat":  # the one fault that is a file format: say what it lacks
+                out.print(f"flat file: {fault['cause']}; caught by {', '.join(fault['caught_by']) or 'nothing'}")
     out.print(verdict_line(document))
