@@ -79,7 +79,8 @@ def test_a_fault_the_trainer_silently_ignores_fails_and_is_named(tmp_path):
     assert doc["positive"] is True and doc["negative_divergence_detected"] is True
     assert doc["blind_to"] == ["scheduler", "model"]
     assert doc["faults"]["model"] == {
-        "detected": False, "caught_by": [], "first_mismatch": None, "max_deviation": 0.0, "mismatches": 0,
+        "detected": False, "cause": "model not restored", "caught_by": [], "first_mismatch": None,
+        "max_deviation": 0.0, "mismatches": 0,
     }  # fmt: skip
     assert "blind to: scheduler, model" in proc.stderr
 
