@@ -358,16 +358,20 @@ def open_in_place(r: Run, load) -> tuple[TextIO, tuple[Path, rundir.Loaded] | No
     return held, found
 
 
-def run(exp: Experiment, r: Run) -> None:
-    started = time.perf_counter()
-    if not r.resume_auto:
-        refuse_existing(r.output)  # checked first, so a refused run leaves nothing behind
+def configure_torch() -> None:
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
     # torch.use_deterministic_algorithms(True) also imports the inductor config (with TorchDynamo,
     # over a second) to configure a compiler this eager run never uses; set only the eager flag.
     torch._C._set_deterministic_algorithms(True)
     eager.skip_dynamo_import()
+
+
+def run(exp: Experiment, r: Run) -> None:
+    started = time.perf_counter()
+    if not r.resume_auto:
+        refuse_existing(r.output)  # checked first, so a refused run leaves nothing behind
+    configure_torch()
     data = load_data(exp)
     gens = Generators.seeded(exp.seed)
     model, optimizer, scheduler = build(exp)
@@ -500,6 +504,7 @@ def parse_pivots(ctx: click.Context, param: click.Parameter, values: tuple[str, 
 @click.option("--keep", type=click.IntRange(min=1), default=3, show_default=True, help="Generations kept.")
 @click.option("--pace", type=click.FloatRange(min=0), default=0.0, help="Sleep after each update (testing aid).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of all generators.")
+@click.option("--hidden", type=click.IntRange(min=1), default=8, show_default=True, help="Hidden width (4H+1 params).")
 @click.option("--override-identity", is_flag=True, help="Resume a checkpoint from other code, data or versions.")
 @click.option(
     "--override", "pivots", multiple=True, callback=parse_pivots, metavar="KEY=VALUE",
@@ -508,7 +513,7 @@ def parse_pivots(ctx: click.Context, param: click.Parameter, values: tuple[str, 
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def main(
     steps, until_step, output, resume, resume_flat, omit_rng_restore, omit, checkpoint_every, keep, pace, seed,
-    override_identity, pivots, debug,
+    hidden, override_identity, pivots, debug,
 ) -> None:  # fmt: skip
     """Train the reference experiment and write a complete, fingerprinted checkpoint.
 
@@ -527,7 +532,7 @@ def main(
         keep=keep, pace=pace, pivot=pivots, resume_flat=resume_flat,
     )  # fmt: skip
     try:
-        run(replace(Experiment(seed=seed), **pivots), settings)
+        run(replace(Experiment(seed=seed, hidden=hidden), **pivots), settings)
     except (RunError, ckpt.CheckpointError, rundir.RunDirError, flat.FlatError, OSError) as err:
         if debug:
             raise

@@ -22,7 +22,7 @@ from typing import Any
 import click
 from rich.live import Live
 
-from resumeproof import fingerprint, plaindata, plan, protocol, report
+from resumeproof import chaos, fingerprint, plaindata, plan, protocol, report
 from resumeproof import plot as plot_module
 from resumeproof.plan import CADENCE, CONTINUOUS, FAULT_PARTS, FLAT, FLAT_EXPORT, Plan, Settings
 from resumeproof.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
@@ -243,7 +243,10 @@ def _ints(spec: str, flag: str) -> list[int]:
 def main(
     output, steps, interrupt_at, atol, train_cmd, jobs, timeout, faults, segments, plot, torch_load, debug
 ) -> None:  # fmt: skip
-    """Verify that TRAIN_CMD resumes as if it had never stopped."""
+    """Verify that TRAIN_CMD resumes as if it had never stopped.
+
+    `verify_resume.py chaos --help`: the chaos test of long runs (kills at random instants).
+    """
     if not (math.isfinite(atol) and atol >= 0):
         raise click.BadParameter(f"{atol} must be a finite number >= 0", param_hint="--atol")
     try:
@@ -270,5 +273,43 @@ def main(
     sys.exit(2 if document["error"] else 0 if document["all_checks_passed"] else 1)
 
 
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--output", type=click.Path(path_type=Path), required=True, help="Directory for this test; must not exist."
+)
+@click.option("--kills", type=click.IntRange(min=1), default=20, show_default=True, help="Signals to deliver.")
+@click.option("--steps", type=click.IntRange(min=2), default=30, show_default=True, help="The final global step.")
+@click.option(
+    "--checkpoint-every", type=click.IntRange(min=1), default=1, show_default=True, help="Generation cadence."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the instants and signals.")
+@click.option(
+    "--pace", type=click.FloatRange(min=0.001), default=0.05, show_default=True, help="Trainer sleep per step."
+)
+@click.option("--timeout", type=click.FloatRange(min=1), default=120.0, show_default=True, help="Seconds per process.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+def chaos_main(output, kills, steps, checkpoint_every, seed, pace, timeout, debug) -> None:
+    """Kill, stop and snapshot a long run at random instants; it must lose nothing (see resumeproof/chaos.py)."""
+    settings = chaos.Settings(
+        output=output, train=shlex.split(DEFAULT_TRAIN_CMD), kills=kills, steps=steps,
+        checkpoint_every=checkpoint_every, seed=seed, pace=pace, timeout=timeout,
+    )  # fmt: skip
+    out = report.console()
+    try:
+        with out.status(f"chaos: {kills} signals into a run of {steps} steps"):
+            document = chaos.run(settings)
+    except chaos.ChaosError as err:
+        if debug:
+            raise
+        out.print(f"[red]error:[/] {err}")
+        sys.exit(2)
+    report.write(output / "verification.json", document)
+    report.print_chaos(out, document)
+    sys.exit(0 if document["all_checks_passed"] else 1)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["chaos"]:
+        chaos_main(sys.argv[2:], prog_name="verify_resume.py chaos")
+    else:
+        main()

@@ -159,3 +159,20 @@ def print_report(out: Console, document: dict) -> None:
             if part == "flat":  # the one fault that is a file format: say what it lacks
                 out.print(f"flat file: {fault['cause']}; caught by {', '.join(fault['caught_by']) or 'nothing'}")
     out.print(verdict_line(document))
+
+
+def print_chaos(out: Console, document: dict) -> None:
+    table = Table(title="chaos test")
+    table.add_column("check")
+    table.add_column("passed", justify="center")
+    for name, passed in document["checks"].items():
+        table.add_row(name, "[green]yes[/]" if passed else "[red]NO[/]")
+    out.print(table)
+    signals = ", ".join(f"{n} {name}" for name, n in document["kills_by_signal"].items())
+    phases = ", ".join(f"{n} {phase}" for phase, n in document["kills_by_phase"].items())
+    out.print(
+        f"{len(document['kills'])} signals ({signals}; landed: {phases}); {document['trainer_starts']} trainer "
+        f"starts; {document['replayed_steps']} steps replayed"
+    )
+    verdict = "[green]PASSED:[/] nothing lost" if document["all_checks_passed"] else "[red]FAILED[/]"
+    out.print(verdict)

@@ -1,0 +1,49 @@
+"""Reliability: the chaos test with many signals, and its figures.
+
+    python -B benchmarks/chaos_reliability.py [--kills 200] [--steps 300] [--seed 0]
+
+Runs `verify_resume.py chaos` once and prints what landed where, how many trainer starts it took,
+how many steps were replayed, and whether anything was lost. This prints figures; the short chaos
+run in tests/ is the test.
+"""
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@click.command()
+@click.option("--kills", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--steps", type=click.IntRange(min=2), default=300, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def main(kills: int, steps: int, seed: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "chaos"
+        argv = [sys.executable, "-B", "verify_resume.py", "chaos", "--output", str(out)]
+        argv += ["--kills", str(kills), "--steps", str(steps), "--seed", str(seed)]
+        start = time.perf_counter()
+        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+        elapsed = time.perf_counter() - start
+        report = out / "verification.json"
+        if not report.is_file():
+            sys.exit(f"exit {proc.returncode}, no report:\n{proc.stderr[-2000:]}")
+        doc = json.loads(report.read_text())
+    print(f"chaos: {kills} signals into {steps} steps, seed {seed}: exit {proc.returncode} in {elapsed:.0f} s")
+    print(f"signals: {doc['kills_by_signal']}; landed: {doc['kills_by_phase']}")
+    print(
+        f"trainer starts {doc['trainer_starts']}, steps replayed {doc['replayed_steps']}, "
+        f"broken log lines {doc['broken_log_lines']}"
+    )
+    for name, passed in doc["checks"].items():
+        print(f"  {'PASS' if passed else 'FAIL'}  {name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""Benchmark: the checkpoint write path against simply writing the same bytes to the same disk.
+
+    python -B benchmarks/checkpoint_write.py [--repeats 3]
+
+For the reference model (33 parameters) and a wide one (--hidden 2500000: 10,000,001 parameters,
+a 240 MB checkpoint with Adam's moments): capture + checkpoint.save (serialise, write, fsync,
+read back and compare, load back with weights_only, sha256, sidecar, directory fsyncs) against
+open + write + fsync of the same bytes. The target is at most 2 times. Prints figures only.
+"""
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.argv[0] = "train.py"
+
+import train  # noqa: E402
+from resumeproof import checkpoint  # noqa: E402
+from resumeproof.rng import Generators  # noqa: E402
+
+
+def raw_write(path: Path, data: bytes) -> float:
+    start = time.perf_counter()
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return time.perf_counter() - start
+
+
+def measure(hidden: int, directory: Path) -> tuple[int, int, float, float]:
+    exp = train.Experiment(hidden=hidden)
+    gens = Generators.seeded(exp.seed)
+    model, optimizer, scheduler = train.build(exp)
+    data, progress = train.load_data(exp), train.fresh_progress(exp, gens)
+    progress.history.append(train.train_step(exp, model, optimizer, scheduler, gens, data, progress))
+    path = directory / f"checkpoint-{hidden}.pt"
+    start = time.perf_counter()
+    checkpoint.save(path, train.capture(exp, model, optimizer, scheduler, gens, progress, data))
+    written = time.perf_counter() - start
+    raw = raw_write(directory / f"raw-{hidden}.bin", path.read_bytes())
+    n_params = sum(p.numel() for p in model.parameters())
+    return n_params, path.stat().st_size, written, raw
+
+
+@click.command()
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True)
+def main(repeats: int) -> None:
+    train.configure_torch()
+    with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent.parent / "runs") as tmp:
+        for hidden in (8, 2_500_000):
+            runs = [measure(hidden, Path(tmp)) for _ in range(repeats)]
+            n_params, size = runs[0][0], runs[0][1]
+            written, raw = statistics.median(r[2] for r in runs), statistics.median(r[3] for r in runs)
+            print(
+                f"{n_params:>10,} parameters, {size / 1e6:8.2f} MB: checkpoint write {written * 1e3:8.1f} ms, "
+                f"raw write+fsync {raw * 1e3:8.1f} ms, ratio {written / raw:.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

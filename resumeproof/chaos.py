@@ -1,0 +1,192 @@
+"""The chaos test: kill a long run at random instants, restart it every time, lose nothing.
+
+A supervisor runs `train.py --resume auto` on one run directory and, at seeded random instants
+after the trainer reports that it is running, sends SIGKILL, SIGTERM or SIGUSR1. After each
+death it checks that a valid generation exists (fingerprint and weights_only check, never the
+file name) and restarts the trainer, until the run reaches its final step. Then the final
+summary must be concordant with a continuous run, and loss.jsonl must hold exactly one
+authoritative record per step, equal to the continuous history.
+"""
+
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resumeproof import fingerprint, losslog, plaindata, protocol, rundir
+from resumeproof.compare import compare_keys, merge
+
+SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)
+RECORD_KEYS = ("step", "rows", "lr", "loss")
+
+
+class ChaosError(Exception):
+    """The chaos run could not be completed (exit 2)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    output: Path  # must not exist
+    train: list[str]  # the bundled trainer's command line
+    kills: int  # signals to deliver
+    steps: int  # the final global step
+    checkpoint_every: int
+    seed: int  # of the instants and signals: the same seed, the same schedule
+    pace: float  # seconds the trainer sleeps after each update, so instants land inside training
+    timeout: float  # per trainer process
+
+
+@dataclass
+class Outcome:
+    kills: list[dict[str, Any]] = field(default_factory=list)
+    starts: int = 0
+    seen_generation: bool = False  # once one was valid, one must be valid after every kill
+    missing_generation: list[int] = field(default_factory=list)  # kills after which none was valid
+
+
+def run(s: Settings) -> dict[str, Any]:
+    if s.output.exists():
+        raise ChaosError(f"--output {s.output}: already exists; refusing to touch it")
+    (s.output / "logs").mkdir(parents=True)
+    reference = s.output / "continuous"
+    continuous = _start(s, [*s.train, "--steps", str(s.steps), "--output", str(reference)], "continuous")
+    chooser, outcome, run_dir = random.Random(s.seed), Outcome(), s.output / "run"
+    while True:
+        proc = _start(s, _trainer_argv(s, run_dir), f"run-{outcome.starts}")
+        outcome.starts += 1
+        if not _wait_until_running(run_dir, proc, s.timeout):  # it ended before it could be signalled
+            if proc.returncode != 0:
+                raise ChaosError(f"trainer start {outcome.starts} exited {proc.returncode} (log: {_log(s, outcome)})")
+            if _final(run_dir, s.steps):
+                break
+            continue
+        while len(outcome.kills) < s.kills and proc.poll() is None:
+            sig, aim = chooser.choice(SIGNALS), chooser.choice(("training", "writing"))
+            if aim == "writing":  # wait for a checkpoint write to be in flight, then strike
+                _until_writing(run_dir, proc, 2 * s.pace + 1.0)
+            else:
+                time.sleep(chooser.uniform(0, 1.5 * s.pace))
+            phase = "writing" if _writing(run_dir) else "training"
+            if proc.poll() is not None:
+                break
+            proc.send_signal(sig)
+            outcome.kills.append({"signal": sig.name, "phase": phase, "step": _logged_step(run_dir)})
+            if sig != signal.SIGUSR1:
+                break
+        if _wait(proc, s.timeout) != 0 and proc.returncode != -signal.SIGKILL:
+            raise ChaosError(f"trainer start {outcome.starts} exited with {proc.returncode} (log: {_log(s, outcome)})")
+        if _valid_newest(run_dir) is not None:
+            outcome.seen_generation = True
+        elif outcome.seen_generation:
+            outcome.missing_generation.append(len(outcome.kills))
+        if _final(run_dir, s.steps):
+            break
+    if _wait(continuous, s.timeout) != 0:
+        raise ChaosError(f"the continuous reference run failed (log: {s.output / 'logs' / 'continuous.log'})")
+    return _report(s, outcome, run_dir, reference)
+
+
+def _trainer_argv(s: Settings, run_dir: Path) -> list[str]:
+    return [
+        *s.train, "--until-step", str(s.steps), "--output", str(run_dir), "--resume", "auto",
+        "--checkpoint-every", str(s.checkpoint_every), "--pace", str(s.pace),
+    ]  # fmt: skip
+
+
+def _start(s: Settings, argv: list[str], name: str) -> subprocess.Popen:
+    with open(s.output / "logs" / f"{name}.log", "wb") as log:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _log(s: Settings, outcome: Outcome) -> Path:
+    return s.output / "logs" / f"run-{outcome.starts - 1}.log"
+
+
+def _wait(proc: subprocess.Popen, timeout: float) -> int:
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise ChaosError(f"a trainer (pid {proc.pid}) ran past --timeout {timeout:g} s and was killed") from None
+
+
+def _wait_until_running(run_dir: Path, proc: subprocess.Popen, timeout: float) -> bool:
+    """Until this process has logged its start (after start-up, right before its loop)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        started = [e for e in losslog.read(run_dir / losslog.NAME)[0] if e.get("pid") == proc.pid]
+        if started:
+            return proc.poll() is None
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.01)
+    raise ChaosError(f"trainer pid {proc.pid} did not start within {timeout:g} s")
+
+
+def _until_writing(run_dir: Path, proc: subprocess.Popen, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not _writing(run_dir) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.0005)
+
+
+def _writing(run_dir: Path) -> bool:
+    """A checkpoint write is in flight while its temporary file exists."""
+    return any(rundir.TEMPORARY.fullmatch(p.name) for p in run_dir.iterdir())
+
+
+def _logged_step(run_dir: Path) -> int:
+    return max((e["step"] for e in losslog.read(run_dir / losslog.NAME)[0] if "loss" in e), default=0)
+
+
+def _valid_newest(run_dir: Path) -> Path | None:
+    """The newest generation that passes the fingerprint and the weights_only check."""
+    for _, path in rundir.generations(run_dir):
+        try:
+            fingerprint.verify(path)
+            plaindata.check(path)
+            return path
+        except (fingerprint.FingerprintError, plaindata.PlainDataError):
+            continue
+    return None
+
+
+def _final(run_dir: Path, steps: int) -> bool:
+    try:
+        return protocol.read_summary(run_dir / protocol.SUMMARY)["step"] == steps
+    except protocol.ProtocolError:
+        return False
+
+
+def _report(s: Settings, outcome: Outcome, run_dir: Path, reference: Path) -> dict[str, Any]:
+    final, cont = (protocol.read_summary(d / protocol.SUMMARY) for d in (run_dir, reference))
+    concordance = merge(compare_keys(cont, final, protocol.COMPARED_KEYS, 1e-12).values())
+    entries, broken = losslog.read(run_dir / losslog.NAME)
+    records = losslog.authoritative(run_dir / losslog.NAME)
+    expected = {r["step"]: {k: r[k] for k in RECORD_KEYS} for r in cont["history"]}
+    log_ok = {step: {k: r[k] for k in RECORD_KEYS} for step, r in records.items()} == expected
+    checks = {
+        "final summary concordant with continuous": concordance.concordant,
+        "loss.jsonl: one authoritative record per step, equal to continuous": log_ok,
+        "a valid generation after every kill": not outcome.missing_generation,
+        f"all {s.kills} signals delivered": len(outcome.kills) == s.kills,
+    }
+    return {
+        "all_checks_passed": all(checks.values()),
+        "checks": checks,
+        "first_mismatch": concordance.first_path,
+        "kills": outcome.kills,
+        "kills_by_signal": dict(Counter(k["signal"] for k in outcome.kills)),
+        "kills_by_phase": dict(Counter(k["phase"] for k in outcome.kills)),
+        "trainer_starts": outcome.starts,
+        "replayed_steps": sum(1 for e in entries if e.get("replay")),
+        "broken_log_lines": broken,
+        "kills_without_valid_generation": outcome.missing_generation,
+        "settings": {
+            "kills": s.kills, "steps": s.steps, "checkpoint_every": s.checkpoint_every, "seed": s.seed, "pace": s.pace,
+        },
+    }  # fmt: skip
