@@ -412,11 +412,12 @@ def run(exp: Experiment, r: Run) -> None:
     steps = r.steps if r.steps is not None else (r.until_step or 0) - progress.step
     if steps < 0:
         raise RunError(f"--until-step {r.until_step}: the run is already at step {progress.step}")
+    # Handlers before the start line: a supervisor may signal as soon as it reads that line.
+    requests = signals.Requests().install()
     log = r.output / losslog.NAME
     replayed = losslog.start(
         log, progress.step, pid=os.getpid(), resumed_from=str(source) if source else None, pivot=pivoted or None
     )
-    requests = signals.Requests().install()
     ready = time.perf_counter()
 
     def write(path: Path) -> str:

@@ -56,9 +56,10 @@ def run(s: Settings) -> dict[str, Any]:
     continuous = _start(s, [*s.train, "--steps", str(s.steps), "--output", str(reference)], "continuous")
     chooser, outcome, run_dir = random.Random(s.seed), Outcome(), s.output / "run"
     while True:
+        seen = len(losslog.read(run_dir / losslog.NAME)[0])  # a reused pid must not match an old start
         proc = _start(s, _trainer_argv(s, run_dir), f"run-{outcome.starts}")
         outcome.starts += 1
-        if not _wait_until_running(run_dir, proc, s.timeout):  # it ended before it could be signalled
+        if not _wait_until_running(run_dir, proc, seen, s.timeout):  # it ended before it could be signalled
             if proc.returncode != 0:
                 raise ChaosError(f"trainer start {outcome.starts} exited {proc.returncode} (log: {_log(s, outcome)})")
             if _final(run_dir, s.steps):
@@ -115,11 +116,11 @@ def _wait(proc: subprocess.Popen, timeout: float) -> int:
         raise ChaosError(f"a trainer (pid {proc.pid}) ran past --timeout {timeout:g} s and was killed") from None
 
 
-def _wait_until_running(run_dir: Path, proc: subprocess.Popen, timeout: float) -> bool:
+def _wait_until_running(run_dir: Path, proc: subprocess.Popen, seen: int, timeout: float) -> bool:
     """Until this process has logged its start (after start-up, right before its loop)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        started = [e for e in losslog.read(run_dir / losslog.NAME)[0] if e.get("pid") == proc.pid]
+        started = [e for e in losslog.read(run_dir / losslog.NAME)[0][seen:] if e.get("pid") == proc.pid]
         if started:
             return proc.poll() is None
         if proc.poll() is not None:

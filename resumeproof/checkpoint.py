@@ -14,7 +14,7 @@ from typing import Any, TypeGuard
 
 import torch
 
-from resumeproof import fingerprint, rng
+from resumeproof import fingerprint, plaindata, rng
 
 FORMAT = "resumeproof-checkpoint/1"
 # The keys, named once: the trainer's capture and restore and the checks below all use these.
@@ -53,11 +53,21 @@ def save(path: Path, state: dict[str, Any]) -> str:
     buffer = io.BytesIO()
     torch.save(state, buffer)
     try:
-        digest = fingerprint.write_atomic(path, buffer.getvalue(), check=lambda data: _unpickle(path, data))
+        digest = fingerprint.write_atomic(path, buffer.getvalue(), check=lambda data: _plain(path, data))
         fingerprint.write_sidecar(path, digest)
     except OSError as err:
         raise CheckpointError(f"{path}: could not write checkpoint ({err})") from None
     return digest
+
+
+def _plain(path: Path, data: bytes) -> None:
+    """The bytes read back hold only what weights_only loads. Checked torch-free: parsing data.pkl and
+    sizing every storage costs a millisecond, where torch.load would read all the tensors again
+    (0.65 s for a 240 MB checkpoint). Resuming always goes through the real loader."""
+    try:
+        plaindata.check(path, data)
+    except plaindata.PlainDataError as err:
+        raise CheckpointError(f"refusing to write it: {err}") from None
 
 
 def load(path: Path, expected: Expected, override: bool = False) -> tuple[dict[str, Any], list[str]]:

@@ -55,10 +55,11 @@ class TensorInfo:
     shape: tuple[int, ...]
 
 
-def check(path: Path) -> int:
-    """Unpickle `path` the weights_only way, torch-free; return the number of tensors it holds."""
+def check(path: Path, data: bytes | None = None) -> int:
+    """Unpickle `path` (or its bytes, already read) the weights_only way, torch-free; return the
+    number of tensors it holds. Only data.pkl is parsed: tensor data is checked for size, not read."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(data) if data is not None else path) as archive:
             return _Unpickler(archive).count_tensors()
     except zipfile.BadZipFile as err:
         raise PlainDataError(f"{path}: not a torch zip archive ({err})") from None
