@@ -5,6 +5,7 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 SIDECAR_SUFFIX = ".sha256"
 _LINE = re.compile(r"([0-9a-f]{64})  (\S.*)\n?")
@@ -36,26 +37,32 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes, check: Callable[[bytes], object] | None = None) -> str:
-    """Write `data` beside `path` under a temporary name, fsync, read it back, check it, rename it
-    into place and fsync the directory: a crash leaves either the old state or the complete file.
-    Returns the sha256 of the bytes read back from disk, not of the buffer in memory."""
+def write_atomic(
+    path: Path, data: bytes | Callable[[BinaryIO], object], check: Callable[[Path], object] | None = None
+) -> str:
+    """Write `data` (bytes, or a function writing into the open file) beside `path` under a temporary
+    name, fsync, read it back and check it, rename it into place and fsync the directory: a crash
+    leaves either the old state or the complete file. Returns the sha256 of the bytes read back
+    from disk, not of anything in memory."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            if callable(data):
+                data(f)  # streamed: no second copy of a large checkpoint in memory
+            else:
+                f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        on_disk = tmp.read_bytes()
-        if on_disk != data:
-            raise OSError(f"{tmp}: {len(on_disk)} bytes read back differ from the {len(data)} written")
         if check is not None:
-            check(on_disk)
+            check(tmp)
+        digest = sha256_file(tmp)
+        if isinstance(data, bytes) and digest != sha256_bytes(data):
+            raise OSError(f"{tmp}: the bytes read back differ from the {len(data)} written")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)  # after a failure, no temporary file is left behind
     fsync_dir(path.parent)
-    return sha256_bytes(on_disk)
+    return digest
 
 
 def write_sidecar(path: Path, digest: str) -> None:
