@@ -4,6 +4,7 @@ import hashlib
 import os
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -53,9 +54,11 @@ def write_atomic(
                 f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        if check is not None:
-            check(tmp)
-        digest = sha256_file(tmp)
+        with ThreadPoolExecutor(max_workers=1) as pool:  # hashing and checking both release the GIL
+            hashing = pool.submit(sha256_file, tmp)
+            if check is not None:
+                check(tmp)
+            digest = hashing.result()
         if isinstance(data, bytes) and digest != sha256_bytes(data):
             raise OSError(f"{tmp}: the bytes read back differ from the {len(data)} written")
         os.replace(tmp, path)
