@@ -265,7 +265,7 @@ def restore_flat(saved: flat.Flat, model: nn.Module, optimizer) -> None:
     optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
 
 
-def apply_pivot(exp: Experiment, pivot: dict[str, float], optimizer, scheduler) -> dict[str, list[float]]:
+def apply_pivot(pivot: dict[str, float], optimizer, scheduler) -> dict[str, list[float]]:
     """Move the restored run onto the new lr: the schedule keeps its place, scaled to the new base."""
     changed = {}
     if "lr" in pivot and pivot["lr"] != scheduler.base_lrs[0]:  # restating the current lr is no pivot
@@ -358,6 +358,29 @@ def open_in_place(r: Run, load) -> tuple[TextIO, tuple[Path, rundir.Loaded] | No
     return held, found
 
 
+@dataclass
+class Start:
+    """Where a process starts from, and what its history and checkpoints must record about it."""
+
+    source: Path | None
+    overridden: list[str] = field(default_factory=list)  # identity differences --override-identity accepted
+    pivoted: dict[str, list[float]] = field(default_factory=dict)  # --override: key -> [old, new]
+    provenance: list[dict[str, Any]] = field(default_factory=list)  # every pivot of the run so far
+    generators: list[str] = field(default_factory=list)  # the generators to restore, last
+
+
+def resume_from(loaded: rundir.Loaded, source: Path | None, r: Run, model, optimizer, scheduler, progress) -> Start:
+    """Restore a loaded checkpoint (all but the generators) and apply a declared pivot."""
+    state, overridden = loaded
+    restore(state, model, optimizer, scheduler, progress, r.omit)
+    provenance = list(state.get(ckpt.PROVENANCE, []))
+    pivoted = apply_pivot(r.pivot, optimizer, scheduler)
+    if pivoted:
+        provenance.append({"step": progress.step, "pivot": pivoted})
+    generators = [name for part, name in RNG_PARTS.items() if part not in r.omit]
+    return Start(source, overridden, pivoted, provenance, generators)
+
+
 def configure_torch() -> None:
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float64)
@@ -389,20 +412,13 @@ def run(exp: Experiment, r: Run) -> None:
             source, loaded = found
     elif r.resume is not None:
         loaded = load(r.resume)
-    overridden: list[str] = []
-    provenance: list[dict[str, Any]] = []
-    pivoted: dict[str, list[float]] = {}
+    start = Start(source)
     if loaded is not None:
-        state, overridden = loaded
-        restore(state, model, optimizer, scheduler, progress, r.omit)
-        provenance = list(state.get(ckpt.PROVENANCE, []))
-        pivoted = apply_pivot(exp, r.pivot, optimizer, scheduler)
-        if pivoted:
-            provenance.append({"step": progress.step, "pivot": pivoted})
-        names = [name for part, name in RNG_PARTS.items() if part not in r.omit]
-        gens.restore(state[ckpt.RNG], names)  # last: nothing may draw between this and the loop
+        start = resume_from(loaded, source, r, model, optimizer, scheduler, progress)
+        gens.restore(loaded[0][ckpt.RNG], start.generators)  # last: nothing may draw between this and the loop
     elif r.pivot:
         raise RunError("--override changes a resumed run; there is nothing to resume here")
+    overridden, pivoted, provenance = start.overridden, start.pivoted, start.provenance
     if r.resume_flat is not None:
         restore_flat(flat.read(r.resume_flat), model, optimizer)
         source = r.resume_flat
