@@ -52,8 +52,14 @@ class Expected:
 def save(path: Path, state: dict[str, Any]) -> str:
     """Write `state` to `path` and `path.sha256`; return the sha256 of the bytes on disk."""
     try:
-        digest = fingerprint.write_atomic(path, lambda f: torch.save(state, f), lambda tmp: _verify_written(path, tmp))
-        fingerprint.write_sidecar(path, digest)
+        # The sidecar goes first: a checkpoint never appears under its name without its fingerprint,
+        # whatever instant a kill chooses (a sidecar without its file is an orphan, and harmless).
+        digest = fingerprint.write_atomic(
+            path,
+            lambda f: torch.save(state, f),
+            check=lambda tmp: _verify_written(path, tmp),
+            before_rename=lambda digest: fingerprint.write_sidecar(path, digest),
+        )
     except OSError as err:
         raise CheckpointError(f"{path}: could not write checkpoint ({err})") from None
     return digest

@@ -39,7 +39,10 @@ def fsync_dir(directory: Path) -> None:
 
 
 def write_atomic(
-    path: Path, data: bytes | Callable[[BinaryIO], object], check: Callable[[Path], object] | None = None
+    path: Path,
+    data: bytes | Callable[[BinaryIO], object],
+    check: Callable[[Path], object] | None = None,
+    before_rename: Callable[[str], object] | None = None,
 ) -> str:
     """Write `data` (bytes, or a function writing into the open file) beside `path` under a temporary
     name, fsync, read it back and check it, rename it into place and fsync the directory: a crash
@@ -61,6 +64,8 @@ def write_atomic(
             digest = hashing.result()
         if isinstance(data, bytes) and digest != sha256_bytes(data):
             raise OSError(f"{tmp}: the bytes read back differ from the {len(data)} written")
+        if before_rename is not None:
+            before_rename(digest)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)  # after a failure, no temporary file is left behind

@@ -5,6 +5,7 @@ SIGKILLed at a random instant (seeded); every checkpoint.pt left behind must loa
 weights_only loader and, where its sidecar was written, match it.
 """
 
+import json
 import random
 import signal
 import subprocess
@@ -51,3 +52,35 @@ def test_checkpoint_killed_mid_write_is_absent_or_complete(tmp_path, seed):
             fingerprint.verify(path)
     complete = [d for d in directories if fingerprint.sidecar(d / "checkpoint.pt").exists()]
     assert len(complete) >= len(directories) - 1  # only the write in flight may be unfinished
+
+
+def test_the_sidecar_is_in_place_before_the_checkpoint_takes_its_name(tmp_path, monkeypatch):
+    """So no kill can leave a checkpoint under its final name without its fingerprint."""
+    path, seen = tmp_path / "checkpoint.pt", []
+    real_replace = fingerprint.os.replace
+
+    def replace(src, dst):
+        if str(dst) == str(path):
+            seen.append(fingerprint.sidecar(path).exists())
+        real_replace(src, dst)
+
+    monkeypatch.setattr(fingerprint.os, "replace", replace)
+    from resumeproof import checkpoint
+
+    checkpoint.save(path, {"w": torch.zeros(3)})
+    assert seen == [True]
+    fingerprint.verify(path)
+
+
+def test_a_kill_between_the_sidecar_and_the_rename_lets_the_run_start_over(tmp_path):
+    run = tmp_path / "run"
+    train = [sys.executable, "-B", str(REPO / "train.py")]
+    first = subprocess.run([*train, "--steps", "1", "--output", str(run), "--checkpoint-every", "1"], cwd=REPO)
+    assert first.returncode == 0
+    for name in ("step_000001.pt", "checkpoint.pt", "checkpoint.pt.sha256"):
+        (run / name).unlink()  # what is left: the orphan sidecar of the first generation
+    (run / ".step_000001.pt.tmp-99999").write_bytes(b"half a checkpoint")
+    proc = subprocess.run([*train, "--until-step", "3", "--output", str(run), "--resume", "auto"], cwd=REPO,
+                          capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((run / "summary.json").read_text())["step"] == 3
