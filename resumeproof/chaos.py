@@ -21,7 +21,7 @@ from resumeproof import fingerprint, losslog, plaindata, protocol, rundir
 from resumeproof.compare import compare_keys, merge
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)
-RECORD_KEYS = ("step", "rows", "lr", "loss")
+RECORD_KEYS = tuple(protocol.RECORD_KEYS)  # what every history record holds: step, rows, lr, loss
 
 
 class ChaosError(Exception):
