@@ -48,19 +48,21 @@ def run_verify(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     return run_script(REPO / "verify_resume.py", *args, timeout=timeout)
 
 
+def trained(tmp_path_factory, name: str, steps: int) -> Path:
+    """The directory of one successful `train.py --steps STEPS` run."""
+    out = tmp_path_factory.mktemp("session") / name
+    proc = run_train("--steps", str(steps), "--output", out)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
 @pytest.fixture(scope="session")
 def interrupted_run(tmp_path_factory) -> Path:
     """A train.py run of 5 steps (mid-epoch): its directory holds checkpoint.pt, .sha256, summary.json."""
-    out = tmp_path_factory.mktemp("session") / "interrupted"
-    proc = run_train("--steps", "5", "--output", out)
-    assert proc.returncode == 0, proc.stderr
-    return out
+    return trained(tmp_path_factory, "interrupted", 5)
 
 
 @pytest.fixture(scope="session")
 def continuous_run(tmp_path_factory) -> Path:
     """A train.py run of 10 steps: across the epoch boundary at 6."""
-    out = tmp_path_factory.mktemp("session") / "continuous"
-    proc = run_train("--steps", "10", "--output", out)
-    assert proc.returncode == 0, proc.stderr
-    return out
+    return trained(tmp_path_factory, "continuous", 10)
