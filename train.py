@@ -31,14 +31,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from resumeproof import checkpoint as ckpt
-from resumeproof import eager, fingerprint, flat, losslog, protocol, rng, rundir, signals
-from resumeproof.rng import Generators
+from resumeproof.common import fingerprint, losslog, protocol, runfiles
+from resumeproof.kit import checkpoint as ckpt
+from resumeproof.kit import eager, flat, rng, rundir, signals
+from resumeproof.kit.rng import Generators
 
 HERE = Path(__file__).resolve().parent
 DATA_FILE = HERE / "data" / "synthetic.csv"
 # The code identity: the trainer and every module that decides what it computes or restores.
-CODE_FILES = [Path(__file__).resolve(), *(HERE / "resumeproof" / m for m in ("checkpoint.py", "rng.py", "eager.py"))]
+KIT = HERE / "resumeproof" / "kit"
+CODE_FILES = [Path(__file__).resolve(), *(KIT / m for m in ("checkpoint.py", "rng.py", "eager.py"))]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -353,7 +355,7 @@ def open_in_place(r: Run, load) -> tuple[TextIO, tuple[Path, rundir.Loaded] | No
     for stale in rundir.remove_temporaries(r.output):
         warn(f"removed {stale}, left by an interrupted write")
     found = rundir.newest_valid(r.output, load, r.output / protocol.CHECKPOINT, warn)
-    if found is None and (rundir.generations(r.output) or (r.output / protocol.CHECKPOINT).exists()):
+    if found is None and (runfiles.generations(r.output) or (r.output / protocol.CHECKPOINT).exists()):
         raise RunError(f"--output {r.output}: holds checkpoints but no valid one; refusing to start over on top")
     return held, found
 
@@ -450,7 +452,7 @@ def run(exp: Experiment, r: Run) -> None:
         losslog.append(log, {**record, "replay": True} if record["step"] in replayed else record)
         asked = requests.take_snapshot()
         if asked or requests.stop or (r.checkpoint_every and progress.step % r.checkpoint_every == 0):
-            write(rundir.generation(r.output, progress.step))
+            write(runfiles.generation(r.output, progress.step))
             rundir.prune(r.output, r.keep)
         if requests.stop:
             losslog.append(log, {"event": "stop", "signal": requests.stop, "step": progress.step})

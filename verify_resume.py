@@ -22,10 +22,12 @@ from typing import Any
 import click
 from rich.live import Live
 
-from resumeproof import chaos, fingerprint, plaindata, plan, protocol, report
-from resumeproof import plot as plot_module
-from resumeproof.plan import CADENCE, CONTINUOUS, FAULT_PARTS, FLAT, FLAT_EXPORT, Plan, Settings
-from resumeproof.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
+from resumeproof.common import fingerprint, protocol
+from resumeproof.verify import chaos, plan, report
+from resumeproof.verify import plot as plot_module
+from resumeproof.verify import weights_only as plaindata
+from resumeproof.verify.plan import CADENCE, CONTINUOUS, FAULT_PARTS, FLAT, FLAT_EXPORT, Plan, Settings
+from resumeproof.verify.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_TRAIN_CMD = shlex.join([sys.executable, "-B", str(HERE / "train.py")])

@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.argv[0] = "train.py"
 
 import train  # noqa: E402
-from resumeproof import checkpoint  # noqa: E402
-from resumeproof.rng import Generators  # noqa: E402
+from resumeproof.kit import checkpoint  # noqa: E402
+from resumeproof.kit.rng import Generators  # noqa: E402
 
 
 def raw_write(path: Path, data: bytes) -> float:

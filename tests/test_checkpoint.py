@@ -24,9 +24,20 @@ import torch
 
 import train
 from conftest import code_that_touches, run_train
-from resumeproof import checkpoint
-from resumeproof.checkpoint import CONFIG, DATA, HISTORY, IDENTITY, MODEL, OPTIMIZER, PROGRESS, RNG, SCHEDULER, VERSIONS
-from resumeproof.rng import Generators
+from resumeproof.kit import checkpoint
+from resumeproof.kit.checkpoint import (
+    CONFIG,
+    DATA,
+    HISTORY,
+    IDENTITY,
+    MODEL,
+    OPTIMIZER,
+    PROGRESS,
+    RNG,
+    SCHEDULER,
+    VERSIONS,
+)
+from resumeproof.kit.rng import Generators
 
 CHECKPOINT, SIDECAR = "checkpoint.pt", "checkpoint.pt.sha256"
 

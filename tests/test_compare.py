@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from resumeproof.compare import MAX_REPORTED, compare, compare_keys, merge
+from resumeproof.verify.compare import MAX_REPORTED, compare, compare_keys, merge
 
 ATOL = 1e-12
 

@@ -16,12 +16,12 @@ import pytest
 import torch
 
 from conftest import REPO
-from resumeproof import fingerprint
+from resumeproof.common import fingerprint
 
 WRITER = """
 import sys, torch
 from pathlib import Path
-from resumeproof import checkpoint
+from resumeproof.kit import checkpoint
 state = {"w": torch.arange(1_000_000, dtype=torch.float64), "step": 3}
 print("ready", flush=True)
 for i in range(10_000):
@@ -65,7 +65,7 @@ def test_the_sidecar_is_in_place_before_the_checkpoint_takes_its_name(tmp_path, 
         real_replace(src, dst)
 
     monkeypatch.setattr(fingerprint.os, "replace", replace)
-    from resumeproof import checkpoint
+    from resumeproof.kit import checkpoint
 
     checkpoint.save(path, {"w": torch.zeros(3)})
     assert seen == [True]

@@ -7,7 +7,7 @@ import sys
 
 from conftest import REPO, run_train, run_verify
 
-FLAT = [sys.executable, "-B", "-m", "resumeproof.flat"]
+FLAT = [sys.executable, "-B", "-m", "resumeproof.kit.flat"]
 
 
 def flat(*args) -> subprocess.CompletedProcess:
@@ -40,7 +40,7 @@ def test_inspect_prints_the_header_and_checks_the_length(tmp_path, interrupted_r
 
 
 def test_a_short_file_is_refused_by_its_header(tmp_path):
-    from resumeproof import flat as flatfile
+    from resumeproof.kit import flat as flatfile
 
     data = struct.pack("<ii", 5, 33) + bytes(100)
     try:

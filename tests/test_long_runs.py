@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, TRAINERS, run_train, run_verify
-from resumeproof import fingerprint, losslog, protocol, rundir
-from resumeproof.compare import compare_keys, merge
+from resumeproof.common import fingerprint, losslog, protocol, runfiles
+from resumeproof.kit import rundir
+from resumeproof.verify.compare import compare_keys, merge
 
 TRAIN = [sys.executable, "-B", str(REPO / "train.py")]
 
@@ -110,11 +111,11 @@ def test_resume_auto_refuses_a_directory_whose_checkpoints_are_all_invalid(tmp_p
     run = tmp_path / "run"
     assert run_train("--steps", "2", "--output", run).returncode == 0
     (run / "checkpoint.pt.sha256").write_text("0" * 64 + "  checkpoint.pt\n")
-    before = {p.name: p.read_bytes() for p in run.iterdir() if p.name != rundir.LOCK}
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.name != runfiles.LOCK}
     proc = run_train("--until-step", "4", "--output", run, "--resume", "auto")
     assert proc.returncode == 2
     assert "holds checkpoints but no valid one; refusing to start over on top" in proc.stderr
-    assert {p.name: p.read_bytes() for p in run.iterdir() if p.name != rundir.LOCK} == before
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.name != runfiles.LOCK} == before
 
 
 def test_resume_auto_refuses_a_directory_that_is_not_a_run(tmp_path):
@@ -151,7 +152,7 @@ def test_a_failed_write_is_a_clear_error_and_loses_nothing(tmp_path):
     assert "train.py: error:" in proc.stderr and "could not write checkpoint" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.name.startswith("step_")} == before
-    assert not [p for p in run.iterdir() if rundir.TEMPORARY.fullmatch(p.name)]
+    assert not [p for p in run.iterdir() if runfiles.TEMPORARY.fullmatch(p.name)]
     resumed = run_train("--until-step", "6", "--output", run, "--resume", "auto", "--checkpoint-every", "1")
     assert resumed.returncode == 0, resumed.stderr
     assert summary(run)["meta"]["resumed_from"] == str(run / "step_000003.pt")  # the newest, written before

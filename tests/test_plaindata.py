@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from conftest import REPO, code_that_touches
-from resumeproof import plaindata
+from resumeproof.verify import weights_only as plaindata
 
 # (torch.load accepts, plaindata.check accepts)
 BOTH_ACCEPT = (True, True)
@@ -342,7 +342,7 @@ def test_check_never_imports_torch(tmp_path: Path, interrupted_run: Path) -> Non
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from resumeproof import plaindata\n"
+        "from resumeproof.verify import weights_only as plaindata\n"
         "print(plaindata.check(Path(sys.argv[1])))\n"
         "try:\n"
         "    plaindata.check(Path(sys.argv[2]))\n"

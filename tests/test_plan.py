@@ -5,9 +5,9 @@ from pathlib import Path
 import click
 import pytest
 
-from resumeproof import plan
-from resumeproof.compare import check_of
-from resumeproof.plot import deviations
+from resumeproof.verify import plan
+from resumeproof.verify.compare import check_of
+from resumeproof.verify.plot import deviations
 from verify_resume import parse_faults, parse_points, parse_segments
 
 

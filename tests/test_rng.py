@@ -4,7 +4,7 @@ import io
 
 import torch
 
-from resumeproof.rng import NAMES, Generators
+from resumeproof.kit.rng import NAMES, Generators
 
 
 def draws(gens: Generators) -> list[float]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, TRAINERS, run_verify
-from resumeproof.plan import FAULT_PARTS
+from resumeproof.verify.plan import FAULT_PARTS
 
 
 def verify(out: Path, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:

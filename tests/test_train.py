@@ -7,7 +7,7 @@ import sys
 
 import train
 from conftest import REPO, run_script
-from resumeproof import fingerprint
+from resumeproof.common import fingerprint
 
 
 def summary(run_dir):

@@ -15,7 +15,9 @@ from typing import Any, TypeGuard
 
 import torch
 
-from resumeproof import fingerprint, plaindata, rng
+from resumeproof.common import fingerprint
+from resumeproof.kit import rng
+from resumeproof.verify import weights_only
 
 FORMAT = "resumeproof-checkpoint/1"
 # The keys, named once: the trainer's capture and restore and the checks below all use these.
@@ -76,8 +78,8 @@ def _verify_written(path: Path, tmp: Path) -> None:
             damaged = archive.testzip()
         if damaged is not None:
             raise CheckpointError(f"{path}: record {damaged} read back does not match its CRC32; not written")
-        plaindata.check(tmp)
-    except (zipfile.BadZipFile, plaindata.PlainDataError) as err:
+        weights_only.check(tmp)
+    except (zipfile.BadZipFile, weights_only.PlainDataError) as err:
         reason = str(err).replace(f"{tmp}: ", "")
         raise CheckpointError(f"{path}: refusing to write it: {reason}") from None
 

@@ -1,7 +1,7 @@
 """The classic flat file of weights and Adam moments, and why it is not a checkpoint.
 
-    python -B -m resumeproof.flat export runs/a/checkpoint.pt runs/a/flat.bin
-    python -B -m resumeproof.flat inspect runs/a/flat.bin
+    python -B -m resumeproof.kit.flat export runs/a/checkpoint.pt runs/a/flat.bin
+    python -B -m resumeproof.kit.flat inspect runs/a/flat.bin
 
 Layout, little-endian: [int32 step][int32 n_params][n_params float32 weights][n_params float32 m]
 [n_params float32 v], parameters in the model's parameter order: exactly 8 + 12 * n_params bytes
@@ -19,8 +19,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from resumeproof import fingerprint
-from resumeproof.plan import FLAT_CAUSE
+from resumeproof.common import fingerprint
+from resumeproof.verify.plan import FLAT_CAUSE
 
 HEADER = struct.Struct("<ii")
 LOST = FLAT_CAUSE

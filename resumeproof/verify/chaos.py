@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resumeproof import fingerprint, losslog, plaindata, protocol, rundir
-from resumeproof.compare import compare_keys, merge
+from resumeproof.common import fingerprint, losslog, protocol, runfiles
+from resumeproof.verify import weights_only
+from resumeproof.verify.compare import compare_keys, merge
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)
 RECORD_KEYS = tuple(protocol.RECORD_KEYS)  # what every history record holds: step, rows, lr, loss
@@ -137,7 +138,7 @@ def _until_writing(run_dir: Path, proc: subprocess.Popen, seconds: float) -> Non
 
 def _writing(run_dir: Path) -> bool:
     """A checkpoint write is in flight while its temporary file exists."""
-    return any(rundir.TEMPORARY.fullmatch(p.name) for p in run_dir.iterdir())
+    return any(runfiles.TEMPORARY.fullmatch(p.name) for p in run_dir.iterdir())
 
 
 def _logged_step(run_dir: Path) -> int:
@@ -146,12 +147,12 @@ def _logged_step(run_dir: Path) -> int:
 
 def _valid_newest(run_dir: Path) -> Path | None:
     """The newest generation that passes the fingerprint and the weights_only check."""
-    for _, path in rundir.generations(run_dir):
+    for _, path in runfiles.generations(run_dir):
         try:
             fingerprint.verify(path)
-            plaindata.check(path)
+            weights_only.check(path)
             return path
-        except (fingerprint.FingerprintError, plaindata.PlainDataError):
+        except (fingerprint.FingerprintError, weights_only.PlainDataError):
             continue
     return None
 

@@ -10,8 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from resumeproof import fingerprint, protocol
-from resumeproof.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory
+from resumeproof.common import fingerprint, protocol
+from resumeproof.verify.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory
 
 STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
 # check -> column header of the fault matrix (short, so that it fits 80 columns)

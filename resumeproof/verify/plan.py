@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resumeproof import protocol
-from resumeproof.compare import Comparison, compare, compare_keys, merge
-from resumeproof.trajectories import Trajectory
+from resumeproof.common import protocol
+from resumeproof.verify.compare import Comparison, compare, compare_keys, merge
+from resumeproof.verify.trajectories import Trajectory
 
 CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG = "continuous", "interrupted", "resumed", "resumed-no-rng"
 CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not disturb the run
@@ -97,7 +97,7 @@ def build(s: Settings) -> Plan:
         name = f"fault-{part}"
         if part == FLAT:
             flat = s.output / FLAT_EXPORT / "flat.bin"
-            export = [sys.executable, "-B", "-m", "resumeproof.flat", "export", resume(primary)[1], str(flat)]
+            export = [sys.executable, "-B", "-m", "resumeproof.kit.flat", "export", resume(primary)[1], str(flat)]
             plan.trajectories.append(
                 Trajectory(FLAT_EXPORT, export, flat.parent, s.output / "logs" / "flat-export.log", (primary,))
             )

@@ -8,31 +8,17 @@ newest first; a file is never trusted because of its name.
 
 import fcntl
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from resumeproof import fingerprint
-from resumeproof.checkpoint import PROGRESS, CheckpointError
-
-GENERATION = re.compile(r"step_(\d{6})\.pt")
-TEMPORARY = re.compile(r"\..+\.tmp-\d+")  # what fingerprint.write_atomic leaves if killed mid-write
-LOCK = ".lock"
+from resumeproof.common import fingerprint
+from resumeproof.common.runfiles import LOCK, TEMPORARY, generations
+from resumeproof.kit.checkpoint import PROGRESS, CheckpointError
 
 
 class RunDirError(Exception):
     """The run directory is busy, or holds nothing to resume from."""
-
-
-def generation(run: Path, step: int) -> Path:
-    return run / f"step_{step:06d}.pt"
-
-
-def generations(run: Path) -> list[tuple[int, Path]]:
-    """(step, path) of every generation file present, newest first."""
-    found = [(int(m.group(1)), p) for p in run.iterdir() if (m := GENERATION.fullmatch(p.name))]
-    return sorted(found, reverse=True)
 
 
 Loaded = tuple[dict[str, Any], list[str]]  # what checkpoint.load returns: the state, accepted differences
