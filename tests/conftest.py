@@ -1,6 +1,8 @@
 """Shared fixtures: paths, fresh-process runners, and one trained checkpoint reused by many tests."""
 
 import builtins
+import functools
+import json
 import os
 import shlex
 import subprocess
@@ -30,6 +32,23 @@ def code_that_touches(how: str, marker: Path) -> RunsCode:
     if how == "os.system":
         return RunsCode(os.system, f"touch {shlex.quote(str(marker))}")
     return RunsCode(builtins.exec, f"open({str(marker)!r}, 'w').close()")
+
+
+@functools.cache
+def _schema_validator() -> Any:
+    import jsonschema
+
+    schema = json.loads((REPO / "docs" / "verification.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def read_verification(path: Path) -> dict[str, Any]:
+    """A verification.json, validated against the schema docs/verification.schema.json publishes."""
+    document = json.loads(path.read_text())
+    errors = sorted(_schema_validator().iter_errors(document), key=lambda e: list(e.path))
+    assert not errors, [f"{list(e.path)}: {e.message}" for e in errors[:5]]
+    return document
 
 
 def run_script(script: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

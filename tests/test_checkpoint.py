@@ -1,4 +1,4 @@
-"""resumeproof.checkpoint against the bundled trainer: what `save` writes, and everything `load` refuses.
+"""The kit's checkpoint I/O and layout validation against the bundled trainer: what `save` writes, what loading refuses.
 
 Every refusal must be a CheckpointError whose message is one line naming the file and the problem,
 and must leave every file it looked at byte for byte as it was. A few tests then run
@@ -24,8 +24,9 @@ import torch
 
 import train
 from conftest import code_that_touches, run_train
-from resumeproof.kit import checkpoint
-from resumeproof.kit.checkpoint import (
+from resumeproof.kit import checkpoint, layout
+from resumeproof.kit.identity import versions
+from resumeproof.kit.layout import (
     CONFIG,
     DATA,
     HISTORY,
@@ -37,7 +38,6 @@ from resumeproof.kit.checkpoint import (
     SCHEDULER,
     VERSIONS,
 )
-from resumeproof.kit.rng import Generators
 
 CHECKPOINT, SIDECAR = "checkpoint.pt", "checkpoint.pt.sha256"
 
@@ -46,11 +46,27 @@ CHECKPOINT, SIDECAR = "checkpoint.pt", "checkpoint.pt.sha256"
 
 
 @pytest.fixture(scope="module")
-def expected() -> checkpoint.Expected:
+def expected() -> layout.Expected:
     """What the bundled trainer requires of a checkpoint, built the way train.py builds it."""
     exp = train.Experiment()
-    model, optimizer, scheduler = train.build(exp)
-    return train.expected(exp, model, optimizer, scheduler, train.load_data(exp))
+    identity = train.kit.identity(train.CODE, [train.DATA_FILE])
+    return layout.Expected.of(float64_build(exp), train.asdict(exp), identity, exp.batch)
+
+
+def float64_build(exp: train.Experiment) -> layout.Training:
+    """train.build as train.py runs it: with float64 as torch's default dtype."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return train.build(exp)
+    finally:
+        torch.set_default_dtype(default)
+
+
+def load(path: Path, expected: layout.Expected, override: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """What train.py does with --resume: the checked load, then validation against the fresh build."""
+    state = checkpoint.load(path)
+    return state, layout.validate(path, state, expected, override)
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +108,11 @@ def files_in(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()} if directory.is_dir() else {}
 
 
-def refusal(path: Path, expected: checkpoint.Expected, override: bool = False) -> str:
+def refusal(path: Path, expected: layout.Expected, override: bool = False) -> str:
     """Load `path`; require a one-line CheckpointError naming it and no change to any file beside it."""
     before = files_in(path.parent)
     with pytest.raises(checkpoint.CheckpointError) as caught:
-        checkpoint.load(path, expected, override)
+        load(path, expected, override)
     message = str(caught.value)
     assert "\n" not in message, message
     assert str(path) in message, message
@@ -150,16 +166,16 @@ def single_error_line(proc: subprocess.CompletedProcess) -> str:
 # -- save: what lands on disk -------------------------------------------------------------------
 
 
-def test_trainer_checkpoint_is_accepted(ckpt: Path, expected: checkpoint.Expected) -> None:
-    state, overridden = checkpoint.load(ckpt, expected)
+def test_trainer_checkpoint_is_accepted(ckpt: Path, expected: layout.Expected) -> None:
+    state, overridden = load(ckpt, expected)
     assert overridden == []
     assert state[PROGRESS]["step"] == 5
 
 
-def test_saved_state_loads_back_equal(tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected) -> None:
+def test_saved_state_loads_back_equal(tmp_path: Path, state: dict[str, Any], expected: layout.Expected) -> None:
     path = tmp_path / CHECKPOINT
     digest = checkpoint.save(path, state)
-    loaded, overridden = checkpoint.load(path, expected)
+    loaded, overridden = load(path, expected)
     assert overridden == []
     assert_same_tree(state, loaded)
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -201,7 +217,7 @@ def test_state_the_weights_only_loader_refuses_is_never_written(tmp_path: Path, 
 
 @pytest.mark.parametrize("sidecar", ["original", "rewritten"])
 def test_checkpoint_cut_at_any_4_kib_boundary_is_refused(
-    tmp_path: Path, interrupted_run: Path, expected: checkpoint.Expected, sidecar: str
+    tmp_path: Path, interrupted_run: Path, expected: layout.Expected, sidecar: str
 ) -> None:
     """With its original sidecar the sha256 refuses the cut file; with a sidecar rewritten to match
     the cut bytes, the torch/zip layer must refuse it on its own."""
@@ -225,7 +241,7 @@ def test_checkpoint_cut_at_any_4_kib_boundary_is_refused(
             assert "not a readable torch checkpoint" in message, message
 
 
-def test_any_flipped_byte_is_caught_by_the_sha256(ckpt: Path, expected: checkpoint.Expected) -> None:
+def test_any_flipped_byte_is_caught_by_the_sha256(ckpt: Path, expected: layout.Expected) -> None:
     raw = ckpt.read_bytes()
     rng = random.Random(20260529)
     for position in rng.sample(range(len(raw)), 300):
@@ -236,7 +252,7 @@ def test_any_flipped_byte_is_caught_by_the_sha256(ckpt: Path, expected: checkpoi
         assert "sha256" in message and "does not match" in message, (position, message)
 
 
-def test_empty_checkpoint_is_refused(tmp_path: Path, expected: checkpoint.Expected) -> None:
+def test_empty_checkpoint_is_refused(tmp_path: Path, expected: layout.Expected) -> None:
     path = tmp_path / CHECKPOINT
     path.write_bytes(b"")
     write_sidecar(path)  # even with a matching fingerprint
@@ -244,7 +260,7 @@ def test_empty_checkpoint_is_refused(tmp_path: Path, expected: checkpoint.Expect
 
 
 @pytest.mark.parametrize("kind", ["nonexistent", "directory"])
-def test_resume_path_that_is_not_a_file_is_refused(tmp_path: Path, expected: checkpoint.Expected, kind: str) -> None:
+def test_resume_path_that_is_not_a_file_is_refused(tmp_path: Path, expected: layout.Expected, kind: str) -> None:
     path = tmp_path / CHECKPOINT
     if kind == "directory":
         path.mkdir()
@@ -275,7 +291,7 @@ def test_resume_path_that_is_not_a_file_is_refused(tmp_path: Path, expected: che
     ],
 )
 def test_bad_sidecar_is_refused(
-    ckpt: Path, expected: checkpoint.Expected, sidecar: Callable[[str], str] | None, problem: str
+    ckpt: Path, expected: layout.Expected, sidecar: Callable[[str], str] | None, problem: str
 ) -> None:
     side = ckpt.with_name(SIDECAR)
     digest = hashlib.sha256(ckpt.read_bytes()).hexdigest()
@@ -290,9 +306,7 @@ def test_bad_sidecar_is_refused(
 
 
 @pytest.mark.parametrize("how", ["os.system", "builtins.exec"])
-def test_pickle_that_would_run_code_is_refused_unexecuted(
-    tmp_path: Path, expected: checkpoint.Expected, how: str
-) -> None:
+def test_pickle_that_would_run_code_is_refused_unexecuted(tmp_path: Path, expected: layout.Expected, how: str) -> None:
     # Control: the payload is live, so an absent marker below means the loader refused it unexecuted.
     control = tmp_path / "CONTROL"
     pickle.loads(pickle.dumps(code_that_touches(how, control)))
@@ -300,14 +314,14 @@ def test_pickle_that_would_run_code_is_refused_unexecuted(
 
     marker = tmp_path / "MARKER"
     path = tmp_path / CHECKPOINT
-    torch.save({checkpoint.FORMAT_KEY: checkpoint.FORMAT, MODEL: code_that_touches(how, marker)}, path)
+    torch.save({layout.FORMAT_KEY: layout.FORMAT, MODEL: code_that_touches(how, marker)}, path)
     write_sidecar(path)  # a valid fingerprint: only the weights_only loader stands in the way
     message = refusal(path, expected)
     assert "weights_only" in message, message
     assert not marker.exists()
 
 
-def test_torch_file_holding_a_list_is_refused(tmp_path: Path, expected: checkpoint.Expected) -> None:
+def test_torch_file_holding_a_list_is_refused(tmp_path: Path, expected: layout.Expected) -> None:
     path = tmp_path / CHECKPOINT
     torch.save([torch.zeros(2)], path)
     write_sidecar(path)
@@ -323,7 +337,7 @@ def test_torch_file_holding_a_list_is_refused(tmp_path: Path, expected: checkpoi
     ],
 )
 def test_malformed_pickle_stream_is_refused_as_checkpoint_error(
-    tmp_path: Path, ckpt: Path, expected: checkpoint.Expected, data_pkl: bytes
+    tmp_path: Path, ckpt: Path, expected: layout.Expected, data_pkl: bytes
 ) -> None:
     path = tmp_path / "malformed" / CHECKPOINT
     path.parent.mkdir()
@@ -335,9 +349,9 @@ def test_malformed_pickle_stream_is_refused_as_checkpoint_error(
 # -- refusals: a well-formed file with the wrong content ----------------------------------------
 
 
-@pytest.mark.parametrize("key", sorted(checkpoint.REQUIRED_KEYS))
+@pytest.mark.parametrize("key", sorted(layout.REQUIRED_KEYS))
 def test_checkpoint_missing_a_top_level_key_is_refused(
-    tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected, key: str
+    tmp_path: Path, state: dict[str, Any], expected: layout.Expected, key: str
 ) -> None:
     del state[key]
     assert f"missing {key}" in refusal(save_tampered(tmp_path, state), expected)
@@ -347,35 +361,42 @@ def test_checkpoint_missing_a_top_level_key_is_refused(
     ("tamper", "problem"),
     [
         pytest.param(
-            put((MODEL, "0.weight"), torch.zeros(2, 8, dtype=torch.float64)),
-            "model.0.weight is torch.float64 [2, 8], expected torch.float64 [8, 2]",
+            put((MODEL, "hidden.weight"), torch.zeros(2, 8, dtype=torch.float64)),
+            "model.hidden.weight is torch.float64 [2, 8], expected torch.float64 [8, 2]",
             id="model-tensor-of-wrong-shape",
         ),
         pytest.param(
-            put((MODEL, "0.bias"), torch.zeros(8, dtype=torch.float32)),
-            "model.0.bias is torch.float32 [8], expected torch.float64 [8]",
+            put((MODEL, "hidden.bias"), torch.zeros(8, dtype=torch.float32)),
+            "model.hidden.bias is torch.float32 [8], expected torch.float64 [8]",
             id="model-tensor-of-wrong-dtype",
         ),
-        pytest.param(put((MODEL, "3.bias"), [0.0]), "model.3.bias is a list, expected a tensor", id="model-list"),
-        pytest.param(put((MODEL, "5.weight"), torch.zeros(1, dtype=torch.float64)), "model holds", id="extra-param"),
+        pytest.param(put((MODEL, "out.bias"), [0.0]), "model.out.bias is a list, expected a tensor", id="model-list"),
+        pytest.param(
+            put((MODEL, "extra.weight"), torch.zeros(1, dtype=torch.float64)), "model holds", id="extra-param"
+        ),
         pytest.param(
             put((OPTIMIZER, "state", 1, "exp_avg"), torch.zeros(9, dtype=torch.float64)),
             "optimizer.state.1.exp_avg is torch.float64 [9], expected torch.float64 [8]",
             id="optimizer-moment-of-wrong-shape",
         ),
-        pytest.param(put((RNG, "torch"), torch.zeros(3, dtype=torch.uint8)), "rng.torch is", id="torch-rng-cut"),
+        pytest.param(
+            put((RNG, "torch"), torch.zeros(3, dtype=torch.uint8)),
+            "generator 'torch' refuses its saved state",
+            id="torch-rng-cut",
+        ),
         pytest.param(put((RNG, "numpy", "bit_generator"), "MT19937"), "PCG64", id="numpy-rng-of-another-kind"),
+        pytest.param(lambda state: state[RNG].pop("python"), "saved generators ['numpy', 'torch']", id="rng-missing"),
         pytest.param(
             put((DATA, "permutation"), torch.zeros(24, dtype=torch.int64)),
             "data.permutation is not a permutation of 0..23",
             id="permutation-with-repeats",
         ),
-        pytest.param(put((checkpoint.FORMAT_KEY,), "resumeproof-checkpoint/0"), "format is", id="other-format"),
+        pytest.param(put((layout.FORMAT_KEY,), "resumeproof-checkpoint/0"), "format is", id="other-format"),
         pytest.param(put((PROGRESS, "step"), -1), "progress.step must be a non-negative int", id="negative-step"),
     ],
 )
 def test_checkpoint_with_a_section_of_the_wrong_shape_is_refused(
-    tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected, tamper: Callable, problem: str
+    tmp_path: Path, state: dict[str, Any], expected: layout.Expected, tamper: Callable, problem: str
 ) -> None:
     tamper(state)
     assert problem in refusal(save_tampered(tmp_path, state), expected)
@@ -413,7 +434,7 @@ def test_checkpoint_with_a_section_of_the_wrong_shape_is_refused(
     ],
 )
 def test_checkpoint_with_inconsistent_progress_is_refused(
-    tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected, tamper: Callable, problem: str
+    tmp_path: Path, state: dict[str, Any], expected: layout.Expected, tamper: Callable, problem: str
 ) -> None:
     tamper(state)
     assert problem in refusal(save_tampered(tmp_path, state), expected)
@@ -428,7 +449,7 @@ IDENTITY_FIELDS = [
 
 @pytest.mark.parametrize(("section", "key"), IDENTITY_FIELDS)
 def test_checkpoint_from_other_data_or_code_is_refused_without_override(
-    tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected, section: str, key: str
+    tmp_path: Path, state: dict[str, Any], expected: layout.Expected, section: str, key: str
 ) -> None:
     state[section][key] = "0" * 64
     message = refusal(save_tampered(tmp_path, state), expected)
@@ -438,11 +459,11 @@ def test_checkpoint_from_other_data_or_code_is_refused_without_override(
 
 @pytest.mark.parametrize(("section", "key"), IDENTITY_FIELDS)
 def test_override_accepts_other_data_or_code_and_returns_the_differences(
-    tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected, section: str, key: str
+    tmp_path: Path, state: dict[str, Any], expected: layout.Expected, section: str, key: str
 ) -> None:
     state[section][key] = "0" * 64
-    loaded, differences = checkpoint.load(save_tampered(tmp_path, state), expected, override=True)
-    current = {**expected.identity, **expected.versions}[key]
+    loaded, differences = load(save_tampered(tmp_path, state), expected, override=True)
+    current = {**expected.identity, **versions()}[key]
     assert differences == [f"{key}: checkpoint {'0' * 64!r}, current {current!r}"]
     assert loaded[section][key] == "0" * 64
 
@@ -452,7 +473,7 @@ def test_override_accepts_other_data_or_code_and_returns_the_differences(
 def test_checkpoint_of_another_experiment_is_refused_even_with_override(
     tmp_path: Path,
     state: dict[str, Any],
-    expected: checkpoint.Expected,
+    expected: layout.Expected,
     override: bool,
     key: str,
     value: object,
@@ -475,7 +496,7 @@ def test_checkpoint_of_another_experiment_is_refused_even_with_override(
     ],
 )
 def test_checkpoint_whose_hyperparameters_differ_from_a_fresh_build_is_refused(
-    tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected, tamper: Callable, problem: str
+    tmp_path: Path, state: dict[str, Any], expected: layout.Expected, tamper: Callable, problem: str
 ) -> None:
     tamper(state)
     message = refusal(save_tampered(tmp_path, state), expected, override=True)  # no override for these
@@ -494,7 +515,7 @@ def test_checkpoint_whose_hyperparameters_differ_from_a_fresh_build_is_refused(
     ],
 )
 def test_malformed_section_is_refused_as_checkpoint_error(
-    tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected, tamper: Callable
+    tmp_path: Path, state: dict[str, Any], expected: layout.Expected, tamper: Callable
 ) -> None:
     tamper(state)
     refusal(save_tampered(tmp_path, state), expected)
@@ -504,26 +525,28 @@ def test_malformed_section_is_refused_as_checkpoint_error(
     "tamper",
     [
         pytest.param(put((RNG, "numpy"), {"bit_generator": "PCG64"}), id="numpy-state-without-state"),
-        pytest.param(lambda state: state[RNG]["python"]["internal"].fill_(-1), id="python-words-negative"),
-        pytest.param(put((RNG, "python", "version"), 9), id="python-state-version-9"),
+        pytest.param(put((RNG, "python"), (3, (-1,) * 625, None)), id="python-words-negative"),
+        pytest.param(
+            lambda state: put((RNG, "python"), (9, *state[RNG]["python"][1:]))(state), id="python-state-version-9"
+        ),
         pytest.param(lambda state: state[RNG]["torch"].fill_(255), id="torch-state-garbage"),
     ],
 )
 def test_rng_state_that_cannot_be_restored_is_refused_at_load(
-    tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected, tamper: Callable
+    tmp_path: Path, state: dict[str, Any], expected: layout.Expected, tamper: Callable
 ) -> None:
     tamper(state)
     try:  # control: resuming from it would crash after load
-        Generators.seeded(0).restore(state[RNG])
+        float64_build(train.Experiment()).generators.restore(state[RNG])
         restorable = True
-    except (KeyError, ValueError, OverflowError, RuntimeError):
+    except train.kit.ResumeproofError:
         restorable = False
     assert not restorable
     refusal(save_tampered(tmp_path, state), expected)
 
 
 def test_refusal_quoting_a_large_tensor_is_still_one_line(
-    tmp_path: Path, state: dict[str, Any], expected: checkpoint.Expected
+    tmp_path: Path, state: dict[str, Any], expected: layout.Expected
 ) -> None:
     state[OPTIMIZER]["state"][0]["step"] = torch.full((100,), 5.0, dtype=torch.float64)
     refusal(save_tampered(tmp_path, state), expected)

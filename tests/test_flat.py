@@ -7,7 +7,7 @@ import sys
 
 from conftest import REPO, run_train, run_verify
 
-FLAT = [sys.executable, "-B", "-m", "resumeproof.kit.flat"]
+FLAT = [sys.executable, "-B", "-m", "resumeproof", "flat"]
 
 
 def flat(*args) -> subprocess.CompletedProcess:
@@ -23,7 +23,7 @@ def test_export_writes_exactly_8_plus_12_n_bytes_with_the_header_first(tmp_path,
     assert struct.unpack("<ii", data[:8]) == (5, 33)
     weights = struct.unpack("<33f", data[8 : 8 + 132])
     params = json.loads((interrupted_run / "summary.json").read_text())["state"]["params"]
-    first = params["0.weight"][0][0]  # the model's parameter order: 0.weight first
+    first = params["hidden.weight"][0][0]  # the model's parameter order: hidden.weight first
     assert weights[0] == struct.unpack("<f", struct.pack("<f", first))[0]  # float32 of the float64 weight
 
 

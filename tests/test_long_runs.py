@@ -217,7 +217,7 @@ def test_interrupted_write_leftovers_are_removed_on_the_next_start(tmp_path):
 def test_a_pivot_keeps_the_state_changes_the_lr_and_is_recorded(tmp_path, interrupted_run):
     run = tmp_path / "pivoted"
     proc = run_train(
-        "--steps", "5", "--output", run, "--resume", interrupted_run / "checkpoint.pt", "--override", "lr=0.01"
+        "--steps", "5", "--output", run, "--resume", interrupted_run / "checkpoint.pt", "--pivot", "lr=0.01"
     )
     assert proc.returncode == 0, proc.stderr
     before, after = summary(interrupted_run), summary(run)
@@ -230,7 +230,7 @@ def test_a_pivot_keeps_the_state_changes_the_lr_and_is_recorded(tmp_path, interr
     assert log[0]["event"] == "start" and log[0]["pivot"] == {"lr": [0.03, 0.01]}
     again = run_train("--steps", "1", "--output", tmp_path / "plain", "--resume", run / "checkpoint.pt")
     assert again.returncode == 2 and "written by another experiment: lr=0.01 (now 0.03)" in again.stderr
-    args = ("--steps", "1", "--output", tmp_path / "same", "--resume", run / "checkpoint.pt", "--override", "lr=0.01")
+    args = ("--steps", "1", "--output", tmp_path / "same", "--resume", run / "checkpoint.pt", "--pivot", "lr=0.01")
     same = run_train(*args)
     assert same.returncode == 0, same.stderr
     assert summary(tmp_path / "same")["meta"]["provenance"] == after["meta"]["provenance"]  # no second pivot
@@ -239,9 +239,9 @@ def test_a_pivot_keeps_the_state_changes_the_lr_and_is_recorded(tmp_path, interr
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--override", "dropout=0.1"), "only lr can change on resume"),
-        (("--override", "lr=fast"), "is not a number"),
-        (("--override", "lr=0.01"), "--override changes a resumed run"),
+        (("--pivot", "dropout=0.1"), "only lr can change on resume"),
+        (("--pivot", "lr=fast"), "is not a number"),
+        (("--pivot", "lr=0.01"), "--pivot changes a resumed run"),
     ],
 )
 def test_a_pivot_is_only_what_the_flag_allows(tmp_path, args, message):

@@ -2,51 +2,71 @@
 
 from pathlib import Path
 
-import click
 import pytest
 
 from resumeproof.verify import plan
 from resumeproof.verify.compare import check_of
+from resumeproof.verify.expectation import Expect
 from resumeproof.verify.plot import deviations
-from verify_resume import parse_faults, parse_points, parse_segments
+from resumeproof.verify.settings import FAULT_PARTS, Settings, SettingsError, parse_faults, parse_points, parse_segments
 
 
-def settings(**overrides) -> plan.Settings:
+def settings(**overrides) -> Settings:
     base = {"output": Path("/r"), "steps": 10, "points": (5,), "atol": 1e-12, "train_cmd": "t", "jobs": 2}
-    return plan.Settings(**{**base, "timeout": 60.0, **overrides})
+    return Settings(**{**base, "timeout": 60.0, **overrides})
+
+
+def expected(trajectories) -> list[Expect]:
+    return [t.expectation.kind for t in trajectories if t.expectation is not None]
+
+
+def by_name(trajectories) -> dict:
+    return {t.name: t for t in trajectories}
 
 
 def test_the_default_plan_is_the_protocols_four_trajectories():
     p = plan.build(settings())
-    assert [t.name for t in p.trajectories] == ["continuous", "interrupted", "resumed", "resumed-no-rng"]
-    assert [t.after for t in p.trajectories] == [(), (), ("interrupted",), ("interrupted",)]
-    assert p.trajectories[3].argv == [
+    assert [t.name for t in p] == ["continuous", "interrupted", "resumed", "resumed-no-rng"]
+    assert [t.after for t in p] == [(), (), ("interrupted",), ("interrupted",)]
+    assert p[3].argv == [
         "t", "--steps", "5", "--output", "/r/resumed-no-rng", "--resume", "/r/interrupted/checkpoint.pt",
         "--omit-rng-restore",
     ]  # fmt: skip
-    assert [e.kind for e in p.expectations] == [plan.PREFIX, plan.CONCORDANT, plan.DIVERGENT]
+    assert expected(p) == [Expect.PREFIX, Expect.CONCORDANT, Expect.DIVERGENT]
+    assert p[0].expectation is None  # the continuous run is the reference
 
 
 def test_faults_resume_from_the_primary_point_and_may_report_any_step():
     p = plan.build(settings(points=(5, 2), faults=("model", "data")))
-    faults = [t for t in p.trajectories if t.name.startswith("fault-")]
+    faults = [t for t in p if t.expectation and t.expectation.is_fault]
     assert [t.argv[-2:] for t in faults] == [["--omit", "model"], ["--omit", "data"]]
+    assert [t.expectation.part for t in faults] == ["model", "data"]
     assert all(t.after == ("interrupted",) for t in faults)
-    assert p.steps["fault-model"] is None and p.steps["resumed-2"] == 10 and p.steps["interrupted-2"] == 2
+    named = by_name(p)
+    assert named["fault-model"].reports_step is None
+    assert (named["resumed-2"].reports_step, named["interrupted-2"].reports_step) == (10, 2)
+
+
+def test_the_flat_fault_exports_its_input_first_in_the_same_job():
+    p = plan.build(settings(faults=("flat",)))
+    fault = by_name(p)["fault-flat"]
+    assert fault.after == ("interrupted",) and len(fault.prepare) == 1
+    assert fault.prepare[0][-4:] == ("flat", "export", "/r/interrupted/checkpoint.pt", "/r/inputs/flat.bin")
+    assert fault.argv[-2:] == ["--resume-flat", "/r/inputs/flat.bin"]
 
 
 def test_a_chain_resumes_each_segment_from_the_one_before():
     p = plan.build(settings(segments=((3, 3, 4),)))
-    chain = [t for t in p.trajectories if t.name.startswith("chain1-")]
+    chain = [by_name(p)[f"chain1-seg{j}"] for j in (1, 2, 3)]
     assert [t.after for t in chain] == [(), ("chain1-seg1",), ("chain1-seg2",)]
-    assert [p.steps[t.name] for t in chain] == [3, 6, 10]
-    kinds = {e.name: e.kind for e in p.expectations}
-    assert [kinds[t.name] for t in chain] == [plan.PREFIX, plan.PREFIX, plan.CONCORDANT]
+    assert [t.reports_step for t in chain] == [3, 6, 10]
+    assert [t.expectation.kind for t in chain] == [Expect.PREFIX, Expect.PREFIX, Expect.CONCORDANT]
 
 
 def test_the_cadence_run_writes_a_checkpoint_every_step():
     p = plan.build(settings(cadence=1))
-    assert p.trajectories[-1].argv[-2:] == ["--checkpoint-every", "1"]
+    assert p[-1].argv[-2:] == ["--checkpoint-every", "1"]
+    assert p[-1].expectation.generations
 
 
 @pytest.mark.parametrize(
@@ -59,21 +79,21 @@ def test_interruption_points_put_the_default_point_first_when_chosen(spec, point
 
 @pytest.mark.parametrize("spec", ["0", "10", "3,3", "", "a,b"])
 def test_bad_interruption_points_are_refused(spec):
-    with pytest.raises(click.BadParameter):
+    with pytest.raises(SettingsError):
         parse_points(spec, 10)
 
 
 def test_faults_all_is_every_part_and_duplicates_collapse():
-    assert parse_faults("all") == plan.FAULT_PARTS
+    assert parse_faults("all") == FAULT_PARTS
     assert parse_faults("data,model,data") == ("data", "model")
-    with pytest.raises(click.BadParameter, match="valid: all, model"):
+    with pytest.raises(SettingsError, match="valid: all, model"):
         parse_faults("weights")
 
 
 def test_segments_must_sum_to_the_steps():
     assert parse_segments(("3,3,4", "5,5"), 10) == ((3, 3, 4), (5, 5))
     for bad in ("3,3", "10", "0,10", "4,-1,7"):
-        with pytest.raises(click.BadParameter):
+        with pytest.raises(SettingsError):
             parse_segments((bad,), 10)
 
 

@@ -2,7 +2,6 @@
 cadence that must change nothing, the fault matrix (each omitted part must be caught), the plot.
 """
 
-import json
 import os
 import shlex
 import struct
@@ -12,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, TRAINERS, run_verify
-from resumeproof.verify.plan import FAULT_PARTS
+from conftest import REPO, TRAINERS, read_verification, run_verify
+from resumeproof.verify.settings import FAULT_PARTS
 
 
 def verify(out: Path, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
@@ -23,7 +22,7 @@ def verify(out: Path, *args: str, env: dict | None = None) -> tuple[subprocess.C
         argv = [sys.executable, "-B", str(REPO / "verify_resume.py"), "--output", str(out), *args]
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env, timeout=240)
     report = out / "verification.json"
-    return proc, json.loads(report.read_text()) if report.is_file() else {}
+    return proc, read_verification(report) if report.is_file() else {}
 
 
 def trainer_cmd(script: str) -> str:

@@ -21,7 +21,7 @@ def test_data_file_regenerates_byte_for_byte(tmp_path):
 
 
 def test_network_has_exactly_33_parameters():
-    model, _, _ = train.build(train.Experiment())
+    model = train.build(train.Experiment()).model
     assert sum(p.numel() for p in model.parameters()) == 33
 
 

@@ -8,11 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
+from resumeproof.common.errors import ResumeproofError
+
 SIDECAR_SUFFIX = ".sha256"
 _LINE = re.compile(r"([0-9a-f]{64})  (\S.*)\n?")
 
 
-class FingerprintError(Exception):
+class FingerprintError(ResumeproofError):
     """A file's fingerprint is missing, malformed or does not match its bytes."""
 
 

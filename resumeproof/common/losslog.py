@@ -1,9 +1,10 @@
 """loss.jsonl: one JSON line per update, appended and fsynced, never rewritten or truncated.
 
 A process killed after logging some updates but before checkpointing them leaves records that
-its successor replays from the last checkpoint. The successor first appends a `resume` event
-naming the steps it supersedes, then logs the replayed steps with `"replay": true`. A reader
-takes the last record of each step as the authoritative one (`authoritative` below).
+its successor replays from the last checkpoint. Every process first appends a `start` event
+naming the step it continues from and the logged steps it supersedes, then logs the replayed
+steps with `"replay": true`; a stop on request adds a `stop` event. A reader takes the last
+record of each step as the authoritative one (`authoritative` below).
 """
 
 import json

@@ -1,0 +1,31 @@
+"""The trainer kit: what a PyTorch training loop needs to speak resume-protocol/1 (docs/kit.md).
+
+    from resumeproof import kit
+
+    args = kit.flags.parse(parts=...)              # the protocol's flags, checked
+    gens = kit.Generators.global_()                # capture / restore / peek any generators
+    kit.save_checkpoint(path, state)               # atomic, fingerprinted, read back and checked
+    state = kit.load_checkpoint(path)              # fingerprint, then torch.load(weights_only=True)
+    kit.write_summary(args.output, step=..., ...)  # summary.json, exact JSON of any training state
+
+This side imports torch; the verifier (`resumeproof.verify`) never does.
+"""
+
+from resumeproof.common.errors import ResumeproofError, exit_on_error, refuse_existing
+from resumeproof.kit import flags, layout, pivot
+from resumeproof.kit.checkpoint import CheckpointError
+from resumeproof.kit.checkpoint import load as load_checkpoint
+from resumeproof.kit.checkpoint import save as save_checkpoint
+from resumeproof.kit.data import ShuffledOrder
+from resumeproof.kit.flags import ProtocolArgs
+from resumeproof.kit.generators import Generators
+from resumeproof.kit.identity import identity, versions
+from resumeproof.kit.rundir import RunDir
+from resumeproof.kit.summary import record, to_json, write_summary
+from resumeproof.kit.torch_setup import configure as configure_torch
+
+__all__ = [
+    "CheckpointError", "Generators", "ProtocolArgs", "ResumeproofError", "RunDir", "ShuffledOrder", "configure_torch",
+    "exit_on_error", "flags", "identity", "layout", "load_checkpoint", "pivot", "record", "refuse_existing",
+    "save_checkpoint", "to_json", "versions", "write_summary",
+]  # fmt: skip

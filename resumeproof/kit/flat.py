@@ -1,7 +1,7 @@
 """The classic flat file of weights and Adam moments, and why it is not a checkpoint.
 
-    python -B -m resumeproof.kit.flat export runs/a/checkpoint.pt runs/a/flat.bin
-    python -B -m resumeproof.kit.flat inspect runs/a/flat.bin
+    resumeproof flat export runs/a/checkpoint.pt runs/a/flat.bin
+    resumeproof flat inspect runs/a/flat.bin
 
 Layout, little-endian: [int32 step][int32 n_params][n_params float32 weights][n_params float32 m]
 [n_params float32 v], parameters in the model's parameter order: exactly 8 + 12 * n_params bytes
@@ -11,22 +11,18 @@ from it diverges.
 """
 
 import io
-import struct
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import click
 import numpy as np
 
 from resumeproof.common import fingerprint
-from resumeproof.verify.plan import FLAT_CAUSE
-
-HEADER = struct.Struct("<ii")
-LOST = FLAT_CAUSE
+from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.flatfile import HEADER, LOST, size
 
 
-class FlatError(Exception):
+class FlatError(ResumeproofError):
     """A flat file that cannot be written or read."""
 
 
@@ -36,10 +32,6 @@ class Flat:
     weights: np.ndarray  # float32, n_params
     m: np.ndarray
     v: np.ndarray
-
-
-def size(n_params: int) -> int:
-    return HEADER.size + 12 * n_params
 
 
 def encode(flat: Flat) -> bytes:
@@ -67,8 +59,8 @@ def read(path: Path) -> Flat:
 
 
 def from_checkpoint(path: Path) -> Flat:
-    """Weights and Adam moments of a checkpoint written by train.py, in the model's parameter order."""
-    import torch  # only the export needs it
+    """Weights and Adam moments of a checkpoint in the kit's standard layout, in the model's parameter order."""
+    import torch  # the export and the restore need it, `inspect` does not
 
     try:
         data = path.read_bytes()
@@ -84,50 +76,43 @@ def from_checkpoint(path: Path) -> Flat:
     return Flat(step, weights.numpy(), m.numpy(), v.numpy())
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def main() -> None:
-    """Export a checkpoint's weights and Adam moments to the classic flat file, or inspect one."""
-
-
-@main.command()
-@click.argument("checkpoint", type=click.Path(path_type=Path))
-@click.argument("out", type=click.Path(path_type=Path))
-def export(checkpoint: Path, out: Path) -> None:
+def export(checkpoint: Path, out: Path) -> Flat:
     """Write OUT (and OUT.sha256) from CHECKPOINT."""
-    _run(lambda: _export(checkpoint, out))
-
-
-def _export(checkpoint: Path, out: Path) -> None:
     flat = from_checkpoint(checkpoint)
     out.parent.mkdir(parents=True, exist_ok=True)
     digest = fingerprint.write_atomic(out, encode(flat))
     fingerprint.write_sidecar(out, digest)
-    click.echo(f"{out}: step {flat.step}, {len(flat.weights)} parameters, {size(len(flat.weights))} bytes")
+    return flat
 
 
-@main.command()
-@click.argument("path", type=click.Path(path_type=Path))
-def inspect(path: Path) -> None:
-    """Print the header and sizes of a flat file, and check its length."""
-    _run(lambda: _inspect(path))
-
-
-def _inspect(path: Path) -> None:
+def describe(path: Path) -> list[str]:
+    """The header and sizes of a flat file, its length checked, and what it lacks."""
     flat = read(path)
     n = len(flat.weights)
-    click.echo(f"{path}: step {flat.step}, {n} parameters, {size(n)} bytes = 8 + 12 x {n} (length checked)")
+    lines = [f"{path}: step {flat.step}, {n} parameters, {size(n)} bytes = 8 + 12 x {n} (length checked)"]
     for name, values in (("weights", flat.weights), ("m", flat.m), ("v", flat.v)):
-        click.echo(f"  {name:8s} float32 x {n}: min {values.min():.6g}, max {values.max():.6g}")
-    click.echo(f"  not in it: {LOST}")
+        lines.append(f"  {name:8s} float32 x {n}: min {values.min():.6g}, max {values.max():.6g}")
+    return [*lines, f"  not in it: {LOST}"]
 
 
-def _run(job) -> None:
-    try:
-        job()
-    except FlatError as err:
-        click.echo(f"flat: error: {err}", err=True)
-        sys.exit(2)
+def restore(flat: Flat, model: Any, optimizer: Any) -> None:
+    """All a flat file can give back: weights and Adam moments (as float32) and Adam's step count.
+    Everything else keeps its freshly built state: scheduler, generators, data position, progress."""
+    import torch
 
-
-if __name__ == "__main__":
-    main()
+    params = list(model.parameters())
+    count = sum(p.numel() for p in params)
+    if len(flat.weights) != count:
+        raise FlatError(f"flat file holds {len(flat.weights)} parameters, the model has {count}")
+    state, offset = {}, 0
+    with torch.no_grad():
+        for i, p in enumerate(params):
+            chunk = slice(offset, offset + p.numel())
+            p.copy_(torch.from_numpy(flat.weights[chunk]).view_as(p))
+            state[i] = {
+                "step": torch.tensor(float(flat.step)),
+                "exp_avg": torch.from_numpy(flat.m[chunk]).view_as(p).to(p.dtype),
+                "exp_avg_sq": torch.from_numpy(flat.v[chunk]).view_as(p).to(p.dtype),
+            }
+            offset += p.numel()
+    optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})

@@ -1,40 +1,129 @@
-"""One run directory over a long run: a single writer, generations of checkpoints, the newest valid one.
+"""One run directory for the life of one process: a single writer, generations, the loss log, signals.
 
-Generations are `step_NNNNNN.pt` (the global step, six digits) with their `.sha256`. An older one
-is deleted only after a newer one was written, read back and verified, so a valid generation
-exists at every instant after the first. The newest valid generation is found by validating,
-newest first; a file is never trusted because of its name.
+    run = RunDir.create(output, every=K, keep=G)      # or, for --resume auto: RunDir.in_place(...)
+    run.start(step, resumed_from=...)                 # signal handlers first, then the log's start line
+    for ...:
+        run.log(record)
+        if run.after_update(step, save):              # serves SIGUSR1, SIGTERM and the cadence
+            break                                     # a SIGTERM asked the run to stop
+    digest = run.finish(save)                         # the final checkpoint.pt
+
+Generations are `step_NNNNNN.pt` with their `.sha256`. An older one is deleted only after a newer
+one was written, read back and verified, so a valid generation exists at every instant after the
+first. The newest valid one is found by validating, newest first: a file is never trusted because
+of its name.
 """
 
 import fcntl
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO, TypeVar
 
-from resumeproof.common import fingerprint
-from resumeproof.common.runfiles import LOCK, TEMPORARY, generations
-from resumeproof.kit.checkpoint import PROGRESS, CheckpointError
+from resumeproof.common import fingerprint, losslog, protocol, runfiles
+from resumeproof.common.errors import ResumeproofError
+from resumeproof.kit.checkpoint import CheckpointError
+from resumeproof.kit.signals import Requests
 
-
-class RunDirError(Exception):
-    """The run directory is busy, or holds nothing to resume from."""
-
-
-Loaded = tuple[dict[str, Any], list[str]]  # what checkpoint.load returns: the state, accepted differences
+T = TypeVar("T")
+Save = Callable[[Path], str]  # writes a checkpoint at the path given, returns its sha256
 
 
-def newest_valid(
-    run: Path, load: Callable[[Path], Loaded], final: Path, warn: Callable[[str], None]
-) -> tuple[Path, Loaded] | None:
+class RunDirError(ResumeproofError):
+    """The run directory is busy, is not a run directory, or holds nothing valid to resume from."""
+
+
+class RunDir:
+    def __init__(self, path: Path, held: TextIO, every: int = 0, keep: int = 3) -> None:
+        self.path, self._held, self.every, self.keep = path, held, every, keep
+        self.requests = Requests()
+        self._replayed: set[int] = set()
+
+    @classmethod
+    def create(cls, path: Path, every: int = 0, keep: int = 3) -> "RunDir":
+        """A new run directory (the caller refused an existing one before doing any work)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir()  # fails, rather than merging, if another process created it meanwhile
+        except FileExistsError:
+            raise RunDirError(f"--output {path}: created by someone else meanwhile; refusing to touch it") from None
+        return cls(path, _lock(path), every, keep)
+
+    @classmethod
+    def in_place(
+        cls, path: Path, load: Callable[[Path], T], step_of: Callable[[T], int], warn: Callable[[str], None],
+        every: int = 0, keep: int = 3,
+    ) -> "tuple[RunDir, tuple[Path, T] | None]":  # fmt: skip
+        """--resume auto: lock the directory (creating it if absent), clear what killed writers left, and
+        find the newest valid checkpoint. A directory whose checkpoints are all invalid is refused rather
+        than started over; one that holds none (a run killed before its first) starts from the beginning."""
+        path.mkdir(parents=True, exist_ok=True)
+        strangers = sorted(p.name for p in path.iterdir() if not runfiles.is_run_file(p.name))
+        if strangers:
+            raise RunDirError(f"--output {path}: not a run directory (holds {', '.join(strangers[:3])}); refusing")
+        run = cls(path, _lock(path), every, keep)
+        for stale in [p for p in path.iterdir() if runfiles.TEMPORARY.fullmatch(p.name)]:
+            stale.unlink()
+            warn(f"removed {stale}, left by an interrupted write")
+        found = _newest_valid(path, load, step_of, warn)
+        if found is None and (runfiles.generations(path) or (path / protocol.CHECKPOINT).exists()):
+            raise RunDirError(f"--output {path}: holds checkpoints but no valid one; refusing to start over on top")
+        return run, found
+
+    def start(self, step: int, **event: object) -> None:
+        """Install the signal handlers, then log the start: a supervisor may signal once it reads that line."""
+        self.requests.install()
+        self._replayed = losslog.start(self.path / losslog.NAME, step, pid=os.getpid(), **event)
+
+    def log(self, record: dict) -> None:
+        """Append an update's record to loss.jsonl, marked when it replays a step a killed process logged."""
+        replay = record["step"] in self._replayed
+        losslog.append(self.path / losslog.NAME, {**record, "replay": True} if replay else record)
+
+    def after_update(self, step: int, save: Save) -> bool:
+        """Write a generation when one is due or asked for (SIGUSR1, SIGTERM); True when the run must stop."""
+        asked = self.requests.take_snapshot()
+        if asked or self.requests.stop or (self.every and step % self.every == 0):
+            save(runfiles.generation(self.path, step))
+            prune(self.path, self.keep)
+        if self.requests.stop:
+            losslog.append(self.path / losslog.NAME, {"event": "stop", "signal": self.requests.stop, "step": step})
+        return self.requests.stop is not None
+
+    @property
+    def stopped_by(self) -> str | None:
+        return self.requests.stop
+
+    def finish(self, save: Save) -> str:
+        return save(self.path / protocol.CHECKPOINT)
+
+    def close(self) -> None:
+        self._held.close()
+
+
+def prune(run: Path, keep: int) -> list[Path]:
+    """Delete all but the newest `keep` generations; call only right after a verified write."""
+    removed = [path for _, path in runfiles.generations(run)[keep:]]
+    for path in removed:
+        fingerprint.sidecar(path).unlink(missing_ok=True)
+        path.unlink()
+    if removed:
+        fingerprint.fsync_dir(run)
+    return removed
+
+
+def _newest_valid(
+    run: Path, load: Callable[[Path], T], step_of: Callable[[T], int], warn: Callable[[str], None]
+) -> tuple[Path, T] | None:
     """The newest generation (or final checkpoint) that `load` accepts, with what it returned.
     Every candidate refused on the way is reported through `warn` and skipped, never trusted."""
-    candidates: list[tuple[int, Path]] = generations(run)
-    preloaded: dict[Path, Loaded] = {}
+    final = run / protocol.CHECKPOINT
+    candidates, preloaded = runfiles.generations(run), dict[Path, T]()
     if final.exists():  # the final checkpoint of an earlier process counts at the step it holds
         try:
             preloaded[final] = load(final)
-            candidates.append((preloaded[final][0][PROGRESS]["step"], final))
+            candidates.append((step_of(preloaded[final]), final))
         except CheckpointError as err:
             warn(f"skipping {err}")
     candidates.sort(key=lambda c: (c[0], c[1] != final), reverse=True)
@@ -46,29 +135,9 @@ def newest_valid(
     return None
 
 
-def prune(run: Path, keep: int) -> list[Path]:
-    """Delete all but the newest `keep` generations; call only right after a verified write."""
-    removed = []
-    for _, path in generations(run)[keep:]:
-        fingerprint.sidecar(path).unlink(missing_ok=True)
-        path.unlink()
-        removed.append(path)
-    if removed:
-        fingerprint.fsync_dir(run)
-    return removed
-
-
-def remove_temporaries(run: Path) -> list[Path]:
-    """Temporary files of writes that a kill interrupted; only ever called under the lock."""
-    stale = [p for p in run.iterdir() if TEMPORARY.fullmatch(p.name)]
-    for path in stale:
-        path.unlink()
-    return stale
-
-
-def lock(run: Path) -> TextIO:
+def _lock(run: Path) -> TextIO:
     """Hold the run directory's lock for the life of the process (the kernel drops it at any exit)."""
-    handle = open(run / LOCK, "a+")  # noqa: SIM115 -- held open on purpose until the process ends
+    handle = open(run / runfiles.LOCK, "a+")  # noqa: SIM115 -- held open on purpose until the process ends
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -78,6 +147,6 @@ def lock(run: Path) -> TextIO:
         raise RunDirError(f"{run}: already being written by {holder}; one writer per run directory") from None
     handle.seek(0)
     handle.truncate()
-    handle.write(f"train.py pid {os.getpid()}\n")
+    handle.write(f"{Path(sys.argv[0]).name} pid {os.getpid()}\n")  # named in a second writer's refusal
     handle.flush()
     return handle

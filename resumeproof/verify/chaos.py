@@ -1,6 +1,7 @@
 """The chaos test: kill a long run at random instants, restart it every time, lose nothing.
 
-A supervisor runs `train.py --resume auto` on one run directory and, at seeded random instants
+A supervisor runs the training command (the bundled train.py, or any `--train-cmd` that supports
+`--resume auto --until-step --checkpoint-every --pace`) on one run directory and, at seeded random instants
 after the trainer reports that it is running, sends SIGKILL, SIGTERM or SIGUSR1. After each
 death it checks that a valid generation exists (fingerprint and weights_only check, never the
 file name) and restarts the trainer, until the run reaches its final step. Then the final
@@ -18,21 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common import fingerprint, losslog, protocol, runfiles
+from resumeproof.common.errors import ResumeproofError, refuse_existing
 from resumeproof.verify import weights_only
 from resumeproof.verify.compare import compare_keys, merge
+from resumeproof.verify.summary import read_summary
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)
 RECORD_KEYS = tuple(protocol.RECORD_KEYS)  # what every history record holds: step, rows, lr, loss
 
 
-class ChaosError(Exception):
+class ChaosError(ResumeproofError):
     """The chaos run could not be completed (exit 2)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     output: Path  # must not exist
-    train: list[str]  # the bundled trainer's command line
+    train: list[str]  # the training command line the flags are appended to
     kills: int  # signals to deliver
     steps: int  # the final global step
     checkpoint_every: int
@@ -50,8 +53,7 @@ class Outcome:
 
 
 def run(s: Settings) -> dict[str, Any]:
-    if s.output.exists():
-        raise ChaosError(f"--output {s.output}: already exists; refusing to touch it")
+    refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
     reference = s.output / "continuous"
     continuous = _start(s, [*s.train, "--steps", str(s.steps), "--output", str(reference)], "continuous")
@@ -152,20 +154,20 @@ def _valid_newest(run_dir: Path) -> Path | None:
             fingerprint.verify(path)
             weights_only.check(path)
             return path
-        except (fingerprint.FingerprintError, weights_only.PlainDataError):
+        except ResumeproofError:
             continue
     return None
 
 
 def _final(run_dir: Path, steps: int) -> bool:
     try:
-        return protocol.read_summary(run_dir / protocol.SUMMARY)["step"] == steps
+        return read_summary(run_dir / protocol.SUMMARY)["step"] == steps
     except protocol.ProtocolError:
         return False
 
 
 def _report(s: Settings, outcome: Outcome, run_dir: Path, reference: Path) -> dict[str, Any]:
-    final, cont = (protocol.read_summary(d / protocol.SUMMARY) for d in (run_dir, reference))
+    final, cont = (read_summary(d / protocol.SUMMARY) for d in (run_dir, reference))
     concordance = merge(compare_keys(cont, final, protocol.COMPARED_KEYS, 1e-12).values())
     entries, broken = losslog.read(run_dir / losslog.NAME)
     records = losslog.authoritative(run_dir / losslog.NAME)

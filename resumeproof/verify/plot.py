@@ -32,7 +32,10 @@ def deviations(continuous: list[dict], history: list[dict]) -> tuple[list[int], 
     return steps, devs
 
 
-def write(path: Path, summaries: dict[str, dict[str, Any]], atol: float, reference: str = "continuous") -> Path:
+def write(
+    path: Path, summaries: dict[str, dict[str, Any]], atol: float, divergent: set[str], reference: str = "continuous"
+) -> Path:
+    """Draw every trajectory against `reference`; the `divergent` ones (that must differ) in colour."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -47,7 +50,7 @@ def write(path: Path, summaries: dict[str, dict[str, Any]], atol: float, referen
         if name == reference:
             continue
         steps, devs = deviations(continuous, summary["history"])
-        highlighted = name.startswith("fault-") or name == "resumed-no-rng"
+        highlighted = name in divergent
         label = name if highlighted else (None if concordant_labelled else "resumes and interrupted runs")
         concordant_labelled |= not highlighted
         if highlighted:

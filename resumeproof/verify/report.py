@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from resumeproof.common import fingerprint, protocol
+from resumeproof.verify.settings import FLAT
 from resumeproof.verify.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory
 
 STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
@@ -52,7 +53,7 @@ def trajectory_entry(t: Trajectory) -> dict:
         "status": t.status,
         "exit_code": t.exit_code,
         "wall_seconds": t.seconds,
-        "checkpoint_sha256": t.results.get("sha256"),
+        "checkpoint_sha256": t.accepted.checkpoint.sha256 if t.accepted is not None else None,
         "log": str(t.log),
         "error": t.error,
     }
@@ -156,7 +157,7 @@ def print_report(out: Console, document: dict) -> None:
     if document["faults"]:
         out.print(fault_matrix(document))
         for part, fault in document["faults"].items():
-            if part == "flat":  # the one fault that is a file format: say what it lacks
+            if part == FLAT:  # the one fault that is a file format: say what it lacks
                 out.print(f"flat file: {fault['cause']}; caught by {', '.join(fault['caught_by']) or 'nothing'}")
     out.print(verdict_line(document))
 

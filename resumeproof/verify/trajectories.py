@@ -1,23 +1,29 @@
 """Run trajectories as fresh processes: at most `jobs` at once, each after the ones it needs.
 
 Every process gets its own log file and its own session, so that a timeout kills the trainer and
-anything it started. A trajectory counts as done only once `accept` has checked what it wrote;
-its dependents start only after that.
+anything it started. A trajectory's prerequisite steps (such as exporting the file it resumes
+from) run first, in the same job and log. A trajectory counts as done only once `accept` has
+checked what it wrote; its dependents start only after that.
 """
 
 import os
+import shlex
 import signal
 import subprocess
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from resumeproof.common.errors import ResumeproofError
+from resumeproof.verify.expectation import Expectation
 
 QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
 
 
-class TrajectoryError(Exception):
+class TrajectoryError(ResumeproofError):
     """A trajectory did not complete, or what it wrote is unusable."""
 
 
@@ -28,12 +34,15 @@ class Trajectory:
     output: Path  # the directory the process writes (its --output)
     log: Path
     after: tuple[str, ...] = ()  # trajectories that must be done first
+    prepare: tuple[tuple[str, ...], ...] = ()  # commands run before argv, in the same job and log
+    expectation: Expectation | None = None  # what the plan requires of it (None: the reference run)
+    reports_step: int | None = None  # the step its summary must report (None: any)
     status: str = QUEUED
     exit_code: int | None = None
     started: float | None = None
     seconds: float | None = None
     error: str | None = None
-    results: dict = field(default_factory=dict)  # filled by `accept`
+    accepted: Any = None  # what `accept` found, once the trajectory is done
 
     def elapsed(self) -> float:
         if self.seconds is not None:
@@ -45,7 +54,7 @@ def run_all(
     trajectories: list[Trajectory],
     jobs: int,
     timeout: float,
-    accept: Callable[[Trajectory], None],
+    accept: Callable[[Trajectory], Any],
     refresh: Callable[[], None] = lambda: None,
 ) -> None:
     """Run every trajectory whose dependencies are done; mark the rest skipped."""
@@ -69,14 +78,20 @@ def run_all(
     refresh()
 
 
-def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], None]) -> str | None:
-    """Run one process to its end; return None when accepted, else the reason (also in t.error)."""
+def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Any]) -> str | None:
+    """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
     try:
-        t.exit_code = _spawn_and_wait(t, timeout)
+        t.log.write_bytes(b"")
+        for step in t.prepare:
+            code = _spawn_and_wait(list(step), t.log, timeout)
+            if code != 0:
+                said = _last_line(t.log)
+                raise TrajectoryError(f"prerequisite `{shlex.join(step)}` exited with status {code}: {said}")
+        t.exit_code = _spawn_and_wait(t.argv, t.log, timeout)
         if t.exit_code != 0:
             said = _last_line(t.log)
             raise TrajectoryError(f"exited with status {t.exit_code}{': ' + said if said else ''} (log: {t.log})")
-        accept(t)
+        t.accepted = accept(t)
     except TrajectoryError as err:
         t.error = f"{t.name}: {err}"
     finally:
@@ -92,17 +107,17 @@ def _last_line(log: Path) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _spawn_and_wait(t: Trajectory, timeout: float) -> int:
-    with open(t.log, "wb") as log:
+def _spawn_and_wait(argv: list[str], log_path: Path, timeout: float) -> int:
+    with open(log_path, "ab") as log:
         try:
             proc = subprocess.Popen(
-                t.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         except OSError as err:  # no such command, not executable, ...
-            raise TrajectoryError(f"cannot start {t.argv[0]!r}: {err.strerror or err}") from None
+            raise TrajectoryError(f"cannot start {argv[0]!r}: {err.strerror or err}") from None
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)  # its own session: the trainer and its children
             proc.wait()
-            raise TrajectoryError(f"timed out after {timeout:g} s and was killed (log: {t.log})") from None
+            raise TrajectoryError(f"timed out after {timeout:g} s and was killed (log: {log_path})") from None

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from resumeproof.common.errors import ResumeproofError
+
 # torch storage class -> bytes per element (the dtype a storage record is read as)
 STORAGE_ITEMSIZE = {
     "DoubleStorage": 8, "FloatStorage": 4, "HalfStorage": 2, "BFloat16Storage": 2,
@@ -39,7 +41,7 @@ ALLOWED = {
 }
 
 
-class PlainDataError(Exception):
+class PlainDataError(ResumeproofError):
     """The file is not a torch archive of plain data and tensors."""
 
 

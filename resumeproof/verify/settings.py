@@ -1,0 +1,91 @@
+"""What one verification is asked to do, parsed from the command line once and checked."""
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from resumeproof.common.errors import ResumeproofError
+
+DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
+FAULT_PARTS = ("model", "optimizer", "scheduler", "rng-python", "rng-numpy", "rng-torch", "data", "progress")
+FLAT = "flat"  # --faults flat: resume from the classic flat file of weights and Adam moments alone
+
+
+class SettingsError(ResumeproofError):
+    """An option value that cannot be verified; `flag` names the option."""
+
+    def __init__(self, flag: str, message: str) -> None:
+        super().__init__(f"{flag}: {message}")
+        self.flag, self.message = flag, message
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    output: Path  # run directory of this verification; must not exist
+    steps: int  # N: updates of the continuous run
+    points: tuple[int, ...]  # interruption points k, the primary one first
+    atol: float  # absolute tolerance, no relative one
+    train_cmd: str  # command line the protocol flags are appended to
+    jobs: int  # processes at once
+    timeout: float  # seconds per trajectory before it is killed
+    torch_load: bool = False  # also load every checkpoint with torch.load(weights_only=True)
+    faults: tuple[str, ...] = ()  # parts to omit, one resume each
+    segments: tuple[tuple[int, ...], ...] = ()  # chains: updates per process, summing to N
+    cadence: int = 0  # also run continuous with --checkpoint-every CADENCE (0: no)
+    plot: bool = False  # write verification.png
+
+    @property
+    def primary(self) -> int:
+        """The point the negative control and the faults resume from."""
+        return self.points[0]
+
+    @property
+    def command(self) -> list[str]:
+        return shlex.split(self.train_cmd)
+
+
+def parse_train_cmd(train_cmd: str) -> str:
+    try:
+        if not shlex.split(train_cmd):
+            raise SettingsError("--train-cmd", "is empty")
+    except ValueError as err:
+        raise SettingsError("--train-cmd", f"{train_cmd!r}: {err}") from None
+    return train_cmd
+
+
+def parse_points(spec: str, steps: int) -> tuple[int, ...]:
+    """'5', '1,4,6,9' or 'all' (every k from 1 to N-1); the primary point (the default 5 when it is
+    among them, else the first given) goes first."""
+    points = list(range(1, steps)) if spec == "all" else _ints(spec, "--interrupt-at")
+    if not points or any(not 1 <= k < steps for k in points) or len(set(points)) != len(points):
+        raise SettingsError("--interrupt-at", f"{spec!r}: distinct points k with 1 <= k < --steps {steps}")
+    primary = DEFAULT_POINT if DEFAULT_POINT in points else points[0]
+    return (primary, *(k for k in points if k != primary))
+
+
+def parse_faults(spec: str | None) -> tuple[str, ...]:
+    """'all' (every part of the fault matrix), a list of parts, and/or 'flat'."""
+    if not spec:
+        return ()
+    items = [item.strip() for item in spec.split(",")]
+    parts = [part for item in items for part in (FAULT_PARTS if item == "all" else (item,))]
+    unknown = [part for part in parts if part not in (*FAULT_PARTS, FLAT)]
+    if unknown:
+        valid = f"all, {', '.join(FAULT_PARTS)}, {FLAT}"
+        raise SettingsError("--faults", f"unknown part {', '.join(unknown)}; valid: {valid}")
+    return tuple(dict.fromkeys(parts))
+
+
+def parse_segments(specs: tuple[str, ...], steps: int) -> tuple[tuple[int, ...], ...]:
+    chains = tuple(tuple(_ints(spec, "--segments")) for spec in specs)
+    for spec, chain in zip(specs, chains, strict=True):
+        if len(chain) < 2 or min(chain) < 1 or sum(chain) != steps:
+            raise SettingsError("--segments", f"{spec!r}: at least two counts >= 1 that sum to --steps {steps}")
+    return chains
+
+
+def _ints(spec: str, flag: str) -> list[int]:
+    try:
+        return [int(item) for item in spec.split(",")]
+    except ValueError:
+        raise SettingsError(flag, f"{spec!r} is not a comma-separated list of integers") from None
