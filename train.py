@@ -29,12 +29,12 @@ import torch
 from torch import nn
 
 from resumeproof import kit
-from resumeproof.kit import flat, layout, pivot
+from resumeproof.kit import flat, layout, pivot, resume
 
 HERE = Path(__file__).resolve().parent
 DATA_FILE = HERE / "data" / "synthetic.csv"
 # The code identity: this file and the kit modules that decide what it computes or restores.
-KIT_CODE = ("generators", "layout", "data", "torch_setup", "pivot")
+KIT_CODE = ("generators", "layout", "data", "torch_setup", "pivot", "resume")
 CODE = [Path(__file__).resolve(), *(HERE / "resumeproof" / "kit" / f"{name}.py" for name in KIT_CODE)]
 GENERATORS = ("python", "numpy", "torch")
 PARTS = layout.parts(GENERATORS)  # what --omit may name
@@ -128,33 +128,6 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, An
     return {"mse": nn.functional.mse_loss(predictions, y).item(), "predictions": predictions.flatten()}
 
 
-@dataclass(frozen=True)
-class Start:
-    """Where a process starts from, and what its first record and checkpoints must say about it."""
-
-    source: Path | None = None
-    generators: tuple[str, ...] = GENERATORS  # restored last, right before the loop
-    rng_state: dict[str, Any] | None = None
-    marks: dict[str, Any] | None = None  # recorded in the first resumed record: a foreign source, a pivot
-    pivot: dict[str, list[float]] | None = None
-    provenance: tuple[dict[str, Any], ...] = ()  # every pivot of the run so far
-
-
-def resume(found: tuple[Path, tuple[dict, list[str]]] | None, t: layout.Training, args, opts: Options) -> Start:
-    """Restore a validated checkpoint (all but the generators) and apply a declared pivot."""
-    if found is None:
-        if opts.pivot:
-            raise kit.ResumeproofError("--pivot changes a resumed run; there is nothing to resume here")
-        return Start()
-    source, (state, foreign) = found
-    names = layout.restore(state, t, args.omit)
-    changed = pivot.apply_lr(opts.pivot["lr"], t.optimizer, t.scheduler) if "lr" in opts.pivot else {}
-    provenance = tuple(state.get(layout.PROVENANCE, [])) + (({"step": t.step, "pivot": changed},) if changed else ())
-    # Both go into a compared record, so that such a run is never concordant with an unchanged one.
-    marks = {**({"override": foreign} if foreign else {}), **({"pivot": changed} if changed else {})}
-    return Start(source, tuple(names), state[layout.RNG], marks, changed or None, provenance)
-
-
 def run(exp: Experiment, args: kit.ProtocolArgs, opts: Options) -> None:
     started = time.perf_counter()
     if not args.resume_auto:
@@ -164,37 +137,20 @@ def run(exp: Experiment, args: kit.ProtocolArgs, opts: Options) -> None:
     t = build(exp)
     config, identity = asdict(exp), kit.identity(CODE, [DATA_FILE])
     expected = layout.Expected.of(t, config, identity, exp.batch, pivot.changed_keys(opts.pivot))
-
-    def load(path: Path) -> tuple[dict, list[str]]:
-        state = kit.load_checkpoint(path)
-        return state, layout.validate(path, state, expected, opts.accept_foreign)
-
-    def warn(message: str) -> None:
-        click.echo(f"train.py: {message}", err=True)
-
-    if args.resume_auto:
-        run_dir, found = kit.RunDir.in_place(
-            args.output, load, lambda loaded: loaded[0][layout.PROGRESS]["step"], warn, args.checkpoint_every, args.keep
-        )
-    else:
-        found = (args.resume, load(args.resume)) if args.resume else None
-    start = resume(found, t, args, opts)
+    run_dir, start = resume.begin(args, t, expected, warn, opts.accept_foreign, opts.pivot)
     if opts.resume_flat is not None:
         flat.restore(flat.read(opts.resume_flat), t.model, t.optimizer)
         start = replace(start, source=opts.resume_flat)
-    if not args.resume_auto:
-        run_dir = kit.RunDir.create(args.output, args.checkpoint_every, args.keep)
     steps = args.updates_from(t.step)
     run_dir.start(t.step, resumed_from=str(start.source) if start.source else None, pivot=start.pivot)
-    if start.rng_state is not None:
-        t.generators.restore(start.rng_state, start.generators)  # last: nothing may draw before the loop
+    start.restore_generators(t)  # last: nothing may draw between this and the loop
     ready = time.perf_counter()
 
     def save(path: Path) -> str:
         return kit.save_checkpoint(path, layout.capture(t, config, identity, list(start.provenance)))
 
     for i in range(steps):
-        record = train_step(exp, t, x, y) | ((start.marks or {}) if i == 0 else {})
+        record = train_step(exp, t, x, y) | (start.marks if i == 0 else {})
         t.history.append(record)
         run_dir.log(record)
         if run_dir.after_update(t.step, save):
@@ -225,6 +181,10 @@ def run(exp: Experiment, args: kit.ProtocolArgs, opts: Options) -> None:
         },
     )  # fmt: skip
     run_dir.close()
+
+
+def warn(message: str) -> None:
+    click.echo(f"train.py: {message}", err=True)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -127,7 +127,7 @@ def test_resume_auto_refuses_a_directory_that_is_not_a_run(tmp_path):
 
 def test_a_second_writer_on_the_same_run_directory_fails_at_once(tmp_path):
     run = tmp_path / "run"
-    first = start("--steps", "20", "--output", str(run), "--pace", "0.2")
+    first = start("--steps", "500", "--output", str(run), "--pace", "0.2")  # still running, however slow the start
     try:
         wait_for_steps(run, 1, first)
         second = run_train("--until-step", "30", "--output", run, "--resume", "auto")

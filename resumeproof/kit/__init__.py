@@ -12,7 +12,7 @@ This side imports torch; the verifier (`resumeproof.verify`) never does.
 """
 
 from resumeproof.common.errors import ResumeproofError, exit_on_error, refuse_existing
-from resumeproof.kit import flags, layout, pivot
+from resumeproof.kit import flags, layout, pivot, resume
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.checkpoint import load as load_checkpoint
 from resumeproof.kit.checkpoint import save as save_checkpoint
@@ -26,6 +26,6 @@ from resumeproof.kit.torch_setup import configure as configure_torch
 
 __all__ = [
     "CheckpointError", "Generators", "ProtocolArgs", "ResumeproofError", "RunDir", "ShuffledOrder", "configure_torch",
-    "exit_on_error", "flags", "identity", "layout", "load_checkpoint", "pivot", "record", "refuse_existing",
+    "exit_on_error", "flags", "identity", "layout", "load_checkpoint", "pivot", "record", "refuse_existing", "resume",
     "save_checkpoint", "to_json", "versions", "write_summary",
 ]  # fmt: skip
