@@ -3,8 +3,8 @@
     python -B benchmarks/checkpoint_write.py [--repeats 3]
 
 For the reference model (33 parameters) and a wide one (--hidden 2500000: 10,000,001 parameters,
-a 240 MB checkpoint with Adam's moments): capture + checkpoint.save (serialise, write, fsync,
-read back and compare, load back with weights_only, sha256, sidecar, directory fsyncs) against
+a 240 MB checkpoint with Adam's moments): capture + kit.save_checkpoint (serialise, write, fsync,
+read back and check, sha256, sidecar, directory fsyncs) against
 open + write + fsync of the same bytes, each started after `sync` so that neither inherits the
 other's dirty pages, and every file removed after each repeat. This machine's page cache makes
 single timings of 240 MB writes vary by a factor of two, so minimums and medians are printed.
@@ -24,8 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.argv[0] = "train.py"
 
 import train  # noqa: E402
-from resumeproof.kit import checkpoint  # noqa: E402
-from resumeproof.kit.rng import Generators  # noqa: E402
+from resumeproof.kit import checkpoint, layout  # noqa: E402
 
 
 def raw_write(path: Path, data: bytes) -> float:
@@ -40,18 +39,18 @@ def raw_write(path: Path, data: bytes) -> float:
 
 def measure(hidden: int, directory: Path) -> tuple[int, int, float, float]:
     exp = train.Experiment(hidden=hidden)
-    gens = Generators.seeded(exp.seed)
-    model, optimizer, scheduler = train.build(exp)
-    data, progress = train.load_data(exp), train.fresh_progress(exp, gens)
-    progress.history.append(train.train_step(exp, model, optimizer, scheduler, gens, data, progress))
+    t = train.build(exp)
+    x, y = train.load_data(exp)
+    t.history.append(train.train_step(exp, t, x, y))
+    identity = train.kit.identity(train.CODE, [train.DATA_FILE])
     path = directory / f"checkpoint-{hidden}.pt"
     raw = raw_write(directory / f"raw-{hidden}-before.bin", bytes(_size_hint(hidden)))  # same disk, same size
     os.sync()
     start = time.perf_counter()
-    checkpoint.save(path, train.capture(exp, model, optimizer, scheduler, gens, progress, data))
+    checkpoint.save(path, layout.capture(t, train.asdict(exp), identity, []))
     written = time.perf_counter() - start
     raw = statistics.median([raw, raw_write(directory / f"raw-{hidden}-after.bin", path.read_bytes())])
-    n_params, size = sum(p.numel() for p in model.parameters()), path.stat().st_size
+    n_params, size = sum(p.numel() for p in t.model.parameters()), path.stat().st_size
     for leftover in directory.iterdir():  # each repeat starts with the same free page cache
         leftover.unlink()
     return n_params, size, written, raw
@@ -65,7 +64,7 @@ def _size_hint(hidden: int) -> int:
 @click.command()
 @click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True)
 def main(repeats: int) -> None:
-    train.configure_torch()
+    train.kit.configure_torch()
     with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parent.parent / "runs") as tmp:
         for hidden in (8, 2_500_000):
             runs = [measure(hidden, Path(tmp)) for _ in range(repeats)]
