@@ -21,6 +21,8 @@ import click
 
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, exit_on_error
 from resumeproof.verify import settings as options
+from resumeproof.verify.files import Allowances
+from resumeproof.verify.points import EPOCHS
 from resumeproof.verify.settings import DEFAULT_POINT, FAULT_PARTS, Settings, SettingsError
 
 HERE = Path(__file__).resolve().parent.parent
@@ -53,7 +55,10 @@ def main() -> None:
 @main.command(context_settings=CONTEXT)
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Directory for this verification.")
 @click.option("--steps", type=click.IntRange(min=2), default=10, show_default=True, help="N: continuous updates.")
-@click.option("--interrupt-at", default=str(DEFAULT_POINT), show_default=True, help="k, k1,k2,... or 'all'.")
+@click.option(
+    "--interrupt-at", default=str(DEFAULT_POINT), show_default=True,
+    help="k, k1,k2,..., 'all', or 'epochs' (every epoch boundary and mid-epoch point, read off the continuous run).",
+)  # fmt: skip
 @click.option("--atol", type=float, default=1e-12, show_default=True, help="Absolute tolerance; no relative one.")
 @click.option(
     "--train-cmd", default=DEFAULT_TRAIN_CMD, help="Training command (docs/protocol.md).  [default: train.py]"
@@ -68,11 +73,24 @@ def main() -> None:
     help=f"Also resume once per omitted part, each must be caught: {', '.join(FAULT_PARTS)}; or flat.",
 )  # fmt: skip
 @click.option("--segments", multiple=True, metavar="N1,N2,...", help="Also run a chain of processes (repeatable).")
+@click.option(
+    "--check-cadence", is_flag=True,
+    help="Also run continuous with --checkpoint-every 1: writing a checkpoint every step must change nothing.",
+)  # fmt: skip
 @click.option("--plot", is_flag=True, help="Write DIR/verification.png (needs the 'plot' extra: matplotlib).")
+@click.option(
+    "--allow-unsafe-pickle", multiple=True, metavar="GLOB",
+    help="Accept checkpoint files matching GLOB that are pickles able to run code (recorded; repeatable).",
+)  # fmt: skip
+@click.option(
+    "--allow-opaque", multiple=True, metavar="GLOB",
+    help="Accept checkpoint files matching GLOB whose kind cannot be told (recorded; repeatable).",
+)  # fmt: skip
 @click.option("--torch-load", is_flag=True, help="Also load each checkpoint with torch.load (imports torch).")
 @_debug_option
 def verify(
-    output, steps, interrupt_at, atol, train_cmd, jobs, timeout, faults, segments, plot, torch_load, debug
+    output, steps, interrupt_at, atol, train_cmd, jobs, timeout, faults, segments, check_cadence, plot,
+    allow_unsafe_pickle, allow_opaque, torch_load, debug,
 ) -> None:  # fmt: skip
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
     from resumeproof.verify import plot as plot_module
@@ -87,8 +105,9 @@ def verify(
         output=output, steps=steps, points=_parsed(lambda: options.parse_points(interrupt_at, steps)), atol=atol,
         train_cmd=_parsed(lambda: options.parse_train_cmd(train_cmd)), jobs=jobs, timeout=timeout,
         torch_load=torch_load, faults=_parsed(lambda: options.parse_faults(faults)),
-        segments=_parsed(lambda: options.parse_segments(segments, steps)), cadence=1 if interrupt_at == "all" else 0,
-        plot=plot,
+        segments=_parsed(lambda: options.parse_segments(segments, steps)), infer_points=interrupt_at == EPOCHS,
+        cadence=1 if check_cadence else 0, plot=plot,
+        allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
     )  # fmt: skip
     out = report.console()
     with exit_on_error(_prog(), debug):

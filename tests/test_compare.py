@@ -107,3 +107,9 @@ def test_merge_keeps_every_mismatch_in_order_and_the_largest_deviation():
     assert [m.path for m in merged.mismatches][:2] == ["x[0]", "x[1]"]
     assert len(merged.mismatches) == MAX_REPORTED
     assert merged.max_abs_diff == 2.0
+
+
+def test_an_integer_mismatch_is_worded_as_integers_not_as_a_tolerance():
+    result = compare({"cursor": 27}, {"cursor": 26}, 1e-12)
+    assert [m.reason for m in result.mismatches] == ["27 vs 26: integers differ (by -1)"]
+    assert compare({"cursor": 27}, {"cursor": 27}, 1e-12).concordant

@@ -42,10 +42,12 @@ def test_every_omitted_part_is_caught(tmp_path):
     assert {"step", "history"} <= caught["progress"]  # the counter restarts: wrong step, short history
     assert doc["blind_to"] == []
     assert "fault matrix" in proc.stderr and "all 8 faults caught" in proc.stderr
+    assert {part: fault["diagnosis"]["lost"] for part, fault in doc["faults"].items()} == {p: p for p in FAULT_PARTS}
+    assert not any(fault["identical_to_full_resume"] for fault in doc["faults"].values())
 
 
 def test_every_interruption_point_and_a_checkpoint_every_step_pass(tmp_path):
-    proc, doc = verify(tmp_path / "run", "--steps", "7", "--interrupt-at", "all")
+    proc, doc = verify(tmp_path / "run", "--steps", "7", "--interrupt-at", "all", "--check-cadence")
     assert proc.returncode == 0, proc.stderr
     assert doc["interrupt_at"] == [5, 1, 2, 3, 4, 6]  # the default point first: the negative control's
     resumes = doc["comparison"]["resumes"]
@@ -71,15 +73,33 @@ def test_chains_of_segments_pass_and_the_plot_is_a_png(tmp_path):
     assert struct.unpack(">II", png[16:24]) == (1000, 700)
 
 
-def test_a_fault_the_trainer_silently_ignores_fails_and_is_named(tmp_path):
-    args = ("--steps", "4", "--interrupt-at", "2", "--faults", "scheduler,model")
+def test_a_fault_run_that_does_not_echo_its_omission_is_refused_never_counted(tmp_path):
+    args = ("--steps", "4", "--interrupt-at", "2", "--faults", "scheduler")
     proc, doc = verify(tmp_path / "run", *args, "--train-cmd", trainer_cmd("ignores_omit.py"))
+    assert proc.returncode == 2, proc.stderr
+    assert doc["error"].startswith("fault-scheduler: ")
+    assert "ran with --omit=scheduler but meta.omitted is [], not ['scheduler']" in doc["error"]
+    assert doc["faults"] == {} and doc["all_checks_passed"] is False
+
+
+def test_an_argparse_trainer_without_omit_cannot_pass_the_fault_matrix(tmp_path):
+    """parse_known_args would read `--omit PART` as --omit-rng-restore: a resume that diverges, a false catch."""
+    args = ("--steps", "4", "--interrupt-at", "2", "--faults", "model,optimizer,data")
+    proc, doc = verify(tmp_path / "run", *args, "--train-cmd", trainer_cmd("swallows_omit.py"))
+    assert proc.returncode == 2, proc.stderr
+    assert "ignored explicit argument 'model'" in doc["error"] or "ignored explicit argument" in doc["error"]
+    assert "faults caught" not in proc.stderr
+
+
+def test_a_fault_the_trainer_claims_but_does_not_carry_out_fails_and_is_named(tmp_path):
+    args = ("--steps", "4", "--interrupt-at", "2", "--faults", "scheduler,model")
+    proc, doc = verify(tmp_path / "run", *args, "--train-cmd", trainer_cmd("lies_about_omit.py"))
     assert proc.returncode == 1, proc.stderr
     assert doc["positive"] is True and doc["negative_divergence_detected"] is True
     assert doc["blind_to"] == ["scheduler", "model"]
     assert doc["faults"]["model"] == {
         "detected": False, "cause": "model not restored", "caught_by": [], "first_mismatch": None,
-        "max_deviation": 0.0, "mismatches": 0,
+        "max_deviation": 0.0, "mismatches": 0, "diagnosis": None, "identical_to_full_resume": True,
     }  # fmt: skip
     assert "blind to: scheduler, model" in proc.stderr
 
@@ -89,9 +109,9 @@ def test_a_trainer_that_rejects_omit_is_reported_not_skipped(tmp_path):
     proc, doc = verify(tmp_path / "run", *args, "--train-cmd", trainer_cmd("deterministic.py"))
     assert proc.returncode == 2, proc.stderr
     assert doc["error"].startswith("fault-model: exited with status 2: ")
-    # the trainer's own words, from its log (argparse reads --omit as an abbreviation of
-    # --omit-rng-restore, then refuses the part as an extra argument)
-    assert "deterministic.py: error: unrecognized arguments: model" in doc["error"]
+    # the trainer's own words, from its log (argparse reads --omit=model as an abbreviation of
+    # --omit-rng-restore given a value, and refuses it)
+    assert "deterministic.py: error: argument --omit-rng-restore: ignored explicit argument 'model'" in doc["error"]
     assert "Traceback" not in proc.stderr
 
 
@@ -110,7 +130,7 @@ def test_plot_without_matplotlib_says_how_to_install_it(tmp_path):
         (("--interrupt-at", "10"), "1 <= k < --steps 10"),
         (("--interrupt-at", "3,3"), "distinct"),
         (("--interrupt-at", "x"), "not a comma-separated list of integers"),
-        (("--faults", "model,bogus"), "unknown part bogus"),
+        (("--faults", "model,Bogus!"), "a part is a lower-case name"),
         (("--segments", "3,3"), "sum to --steps 10"),
         (("--segments", "10"), "at least two counts"),
     ],

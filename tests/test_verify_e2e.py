@@ -144,6 +144,9 @@ def test_forgotten_optimizer_state_fails_the_full_resume(tmp_path):
     checks = {c["name"]: c for c in doc["checks"]}
     assert checks["interrupted: history = first 2 records of continuous"]["passed"] is True
     assert checks["resumed (from step 2) concordant with continuous"]["first_mismatch"] == full["first_mismatch"]
+    assert full["diagnosis"]["lost"] == "optimizer" and full["diagnosis"]["step"] == 3
+    assert "diagnosis resumed: likely lost optimizer from update 3" in proc.stderr
+    assert "likely lost: optimizer" in checks["resumed (from step 2) concordant with continuous"]["detail"]
 
 
 def test_trainer_without_randomness_fails_the_negative_control(tmp_path):
@@ -154,6 +157,10 @@ def test_trainer_without_randomness_fails_the_negative_control(tmp_path):
     assert doc["negative_divergence_detected"] is False
     assert doc["comparison"]["no_rng_resume"]["verdict"] == "concordant"
     assert [c["name"] for c in doc["checks"] if not c["passed"]] == [NEGATIVE_CHECK]
+    negative = doc["comparison"]["no_rng_resume"]
+    assert negative["identical_to_full_resume"] is True
+    assert negative["diagnosis"]["lost"] == "random state"
+    assert in_stderr("diagnosis resumed-no-rng: likely lost random state", proc.stderr)
 
 
 # -- verification cannot be completed: exit 2, one line, no traceback ----------------------------

@@ -15,17 +15,21 @@ from resumeproof.common.errors import ResumeproofError, exit_on_error, refuse_ex
 from resumeproof.kit import flags, layout, pivot, resume
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.checkpoint import load as load_checkpoint
+from resumeproof.kit.checkpoint import load_directory as load_checkpoint_dir
 from resumeproof.kit.checkpoint import save as save_checkpoint
+from resumeproof.kit.checkpoint import save_directory as save_checkpoint_dir
 from resumeproof.kit.data import ShuffledOrder
 from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.generators import Generators
 from resumeproof.kit.identity import identity, versions
+from resumeproof.kit.run import ProtocolRun, start
 from resumeproof.kit.rundir import RunDir
 from resumeproof.kit.summary import record, to_json, write_summary
 from resumeproof.kit.torch_setup import configure as configure_torch
 
 __all__ = [
-    "CheckpointError", "Generators", "ProtocolArgs", "ResumeproofError", "RunDir", "ShuffledOrder", "configure_torch",
-    "exit_on_error", "flags", "identity", "layout", "load_checkpoint", "pivot", "record", "refuse_existing", "resume",
-    "save_checkpoint", "to_json", "versions", "write_summary",
+    "CheckpointError", "Generators", "ProtocolArgs", "ProtocolRun", "ResumeproofError", "RunDir", "ShuffledOrder",
+    "configure_torch", "exit_on_error", "flags", "identity", "layout", "load_checkpoint", "load_checkpoint_dir", "pivot",
+    "record", "refuse_existing", "resume", "save_checkpoint", "save_checkpoint_dir", "start", "to_json", "versions",
+    "write_summary",
 ]  # fmt: skip

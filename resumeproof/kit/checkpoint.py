@@ -6,15 +6,19 @@ only way the kit loads one is `torch.load(..., map_location="cpu", weights_only=
 its sha256 matched the `.sha256` sidecar written beside it.
 """
 
+import hashlib
 import io
+import os
 import pickle
+import shutil
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from resumeproof.common import fingerprint
+from resumeproof.common import fingerprint, manifest
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify import weights_only
 
@@ -81,3 +85,49 @@ def load(path: Path, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: holds a {type(state).__name__}, expected a dict")
     return state
+
+
+def save_directory(path: Path, write: Callable[[Path], object]) -> str:
+    """A directory checkpoint: `write(folder)` fills a temporary folder beside `path` (a framework's own
+    save_state, save_checkpoint, dcp.save, ...); every file is fsynced, the sidecar listing every
+    file with its sha256 goes in place first, then the folder takes its name. Returns the directory's
+    digest. A crash leaves the old checkpoint, or the new one complete with its fingerprint."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        write(tmp)
+        for file in (p for p in tmp.rglob("*") if p.is_file()):
+            with open(file, "rb") as f:
+                os.fsync(f.fileno())
+        staged = tmp.with_name(path.name)  # the sidecar names the final folder, so hash under that name
+        digest = _write_manifest_for(tmp, staged.name)
+        if path.exists():
+            shutil.rmtree(path)  # the sidecar of the new one is already in place
+        os.replace(tmp, path)
+    except OSError as err:
+        raise CheckpointError(f"{path}: could not write checkpoint directory ({err})") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    fingerprint.fsync_dir(path.parent)
+    return digest
+
+
+def _write_manifest_for(folder: Path, name: str) -> str:
+    """The manifest of `folder`'s files, written as the sidecar of `name` beside it."""
+    digests = {file: fingerprint.sha256_file(folder / file) for file in manifest.files(folder)}
+    content = manifest.text(folder.with_name(name), digests)
+    fingerprint.write_atomic(fingerprint.sidecar(folder.with_name(name)), content.encode())
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def load_directory(path: Path) -> Path:
+    """A directory checkpoint whose sidecar lists exactly its files with matching digests: the path, for the
+    framework's own loader."""
+    if not path.is_dir():
+        raise CheckpointError(f"{path}: no such checkpoint directory")
+    try:
+        manifest.verify(path)
+    except manifest.ManifestError as err:
+        raise CheckpointError(f"{err}; refusing to resume") from None
+    return path

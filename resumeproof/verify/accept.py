@@ -1,18 +1,24 @@
 """What a finished trajectory proved before anything uses or compares it: its checkpoint and its summary.
 
-A checkpoint is accepted once its sha256 matches its sidecar and the torch-free weights_only check
-passed (the real loader too, with --torch-load); a summary once it has the shape of the protocol's
-section 3 with the step the plan expects. Anything else fails the trajectory: exit 2, never a
-comparison result.
+A checkpoint file is accepted once its sha256 matches its sidecar and the torch-free weights_only
+check passed (the real loader too, with --torch-load). A checkpoint directory is accepted once its
+sidecar lists exactly the files it holds with their digests and every file is of a kind that
+cannot run code when loaded, or was allowed explicitly (verify/files.py). A summary is accepted
+once it has the shape of the protocol's section 3 with the step the plan expects. Anything else
+fails the trajectory: exit 2, never a comparison result.
 """
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import fingerprint, protocol, runfiles
+from resumeproof.common import fingerprint, manifest, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify import weights_only
+from resumeproof.verify.files import NONE_ALLOWED, Allowances, FileInfo, classify, refusal
+from resumeproof.verify.settings import FLAT
 from resumeproof.verify.summary import read_summary
 from resumeproof.verify.trajectories import Trajectory, TrajectoryError
 
@@ -23,19 +29,36 @@ TORCH_LOAD = "torch.load(weights_only=True)"
 @dataclass(frozen=True)
 class CheckpointInfo:
     path: Path
-    sha256: str  # of the bytes on disk, equal to the sidecar's
+    sha256: str  # of the bytes on disk, equal to the sidecar's (a directory: of its sidecar's text)
     tensors: int
     checked_by: tuple[str, ...]  # the loaders that accepted it
+    files: tuple[FileInfo, ...] = ()  # a directory's files, each classified
 
     def row(self, trajectory: str) -> dict[str, Any]:
         """The check verification.json lists for this checkpoint."""
+        if self.files:
+            kinds = Counter(f.kind for f in self.files)
+            allowed = [f"{f.path} ({f.kind}, by {f.allowed_by})" for f in self.files if f.allowed_by]
+            detail = f"{len(self.files)} files match the sidecar; " + ", ".join(f"{n} {k}" for k, n in kinds.items())
+            detail += f"; allowed explicitly: {', '.join(allowed)}" if allowed else ""
+        else:
+            detail = f"sha256 matches; {self.tensors} tensors, plain data ({', '.join(self.checked_by)})"
         return {
             "name": f"checkpoint {trajectory}: fingerprint and weights_only",
-            "passed": bool(self.sha256) and bool(self.checked_by),
+            "passed": bool(self.sha256) and bool(self.checked_by) and not any(f.refused for f in self.files),
             "max_abs_diff": None,
             "first_mismatch": None,
-            "detail": f"sha256 matches; {self.tensors} tensors, plain data ({', '.join(self.checked_by)})",
+            "detail": detail,
         }
+
+    def unchanged(self) -> bool:
+        """The checkpoint still holds the bytes it was accepted with."""
+        if self.files:
+            try:
+                return manifest.verify(self.path)[0] == self.sha256
+            except manifest.ManifestError:
+                return False
+        return fingerprint.sha256_file(self.path) == self.sha256
 
 
 @dataclass(frozen=True)
@@ -44,27 +67,61 @@ class Accepted:
     checkpoint: CheckpointInfo
 
 
-def checkpoint(path: Path) -> CheckpointInfo:
-    """Fingerprint, then the torch-free weights_only check."""
+def checkpoint(path: Path, allow: Allowances = NONE_ALLOWED) -> CheckpointInfo:
+    """Fingerprint, then the torch-free weights_only check (a directory: of every file it holds)."""
+    if path.is_dir():
+        return _directory(path, allow)
     if not path.is_file():
         raise TrajectoryError(f"{path}: missing")
     try:
         digest = fingerprint.verify(path)
-        tensors = weights_only.check(path)
+        tensors = weights_only.check(path).tensors
     except ResumeproofError as err:
         raise TrajectoryError(str(err)) from None
     return CheckpointInfo(path, digest, tensors, (TORCH_FREE,))
 
 
-def accept(t: Trajectory) -> Accepted:
-    info = checkpoint(t.output / protocol.CHECKPOINT)
+def _directory(path: Path, allow: Allowances) -> CheckpointInfo:
+    try:
+        digest, digests = manifest.verify(path)
+    except manifest.ManifestError as err:
+        raise TrajectoryError(str(err)) from None
+    files = tuple(classify(path / name, name, sha, allow) for name, sha in digests.items())
+    refused = [f for f in files if f.refused]
+    if refused:
+        raise TrajectoryError(f"{path}/{refusal(refused[0])}")
+    tensors = sum(f.tensors or 0 for f in files)
+    return CheckpointInfo(path, digest, tensors, (TORCH_FREE,), files)
+
+
+def acceptor(allow: Allowances) -> Callable[[Trajectory], Accepted]:
+    """`accept` with this verification's allowances, as run_all calls it."""
+    return lambda t: accept(t, allow)
+
+
+def accept(t: Trajectory, allow: Allowances = NONE_ALLOWED) -> Accepted:
+    info = checkpoint(t.output / protocol.CHECKPOINT, allow)
     try:
         summary = read_summary(t.output / protocol.SUMMARY, t.reports_step)
     except protocol.ProtocolError as err:
         raise TrajectoryError(str(err)) from None
     if t.expectation is not None and t.expectation.generations:
         _check_generations(t.output, summary["step"])
+    if t.expectation is not None and t.expectation.part not in (None, FLAT):
+        _check_echo(t.output / protocol.SUMMARY, summary, t.expectation.part)
     return Accepted(summary, info)
+
+
+def _check_echo(path: Path, summary: dict[str, Any], part: str) -> None:
+    """A fault run must show that it ran the fault: a trainer that ignores --omit=PART would otherwise
+    make a full resume pass for "a resume without PART", and the fault matrix would lie."""
+    meta = summary.get("meta")
+    echoed = meta.get("omitted") if isinstance(meta, dict) else None
+    if echoed != [part]:
+        raise TrajectoryError(
+            f"{path}: ran with --omit={part} but meta.omitted is {echoed!r}, not [{part!r}]; "
+            "a fault run must echo the parts it did not restore (docs/protocol.md)"
+        )
 
 
 def _check_generations(run: Path, steps: int) -> None:
@@ -78,8 +135,10 @@ def _check_generations(run: Path, steps: int) -> None:
 
 def with_torch(info: CheckpointInfo) -> CheckpointInfo:
     """The same checkpoint, loaded by torch itself as well (imports torch: about 1.3 s)."""
+    paths = [info.path / f.path for f in info.files if f.kind == "torch"] if info.files else [info.path]
     try:
-        weights_only.check_with_torch(info.path)
+        for path in paths:
+            weights_only.check_with_torch(path)
     except ResumeproofError as err:
         raise TrajectoryError(str(err)) from None
-    return CheckpointInfo(info.path, info.sha256, info.tensors, (*info.checked_by, TORCH_LOAD))
+    return replace(info, checked_by=(*info.checked_by, TORCH_LOAD))

@@ -110,7 +110,10 @@ def _numbers(a: float, b: float, path: str, out: Comparison) -> None:
     as_float = float(diff) if diff < 1e308 else math.inf
     if isinstance(a, float):  # a permutation index off by 3 is a mismatch, not a deviation of 3
         out.max_abs_diff = max(out.max_abs_diff, as_float)
-    if diff > out.atol:
+    if isinstance(a, int) and isinstance(b, int):  # counters, row ids, permutations: equal or not, no tolerance
+        if a != b:
+            out.add(path, f"{a} vs {b}: integers differ (by {b - a:+d})")
+    elif diff > out.atol:
         out.add(path, f"{a!r} vs {b!r}: |diff| {as_float:.3g} > atol {out.atol:g}")
 
 

@@ -17,6 +17,7 @@ class Expectation:
     steps: int = 0  # for PREFIX: how many records
     part: str | None = None  # for a fault: the part it omits
     generations: bool = False  # it writes a generation every step: each must be valid, the newest the last
+    resumed_at: int = 0  # the update its (last) process resumed from: the first resumed update is this + 1
 
     @property
     def is_fault(self) -> bool:

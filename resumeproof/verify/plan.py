@@ -20,9 +20,19 @@ CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not
 FLAT_FILE = "flat.bin"
 
 
-def build(s: Settings) -> list[Trajectory]:
-    """The trajectories of a verification, each knowing what it must show (continuous: nothing)."""
-    plan: list[Trajectory] = []
+def reference(s: Settings) -> Trajectory:
+    """The continuous run every other trajectory is held against."""
+    argv = [*s.command, "--steps", str(s.steps), "--output", str(s.output / CONTINUOUS)]
+    return Trajectory(
+        CONTINUOUS, argv, s.output / CONTINUOUS, s.output / "logs" / f"{CONTINUOUS}.log", reports_step=s.steps
+    )
+
+
+def build(s: Settings, continuous: Trajectory | None = None) -> list[Trajectory]:
+    """The trajectories of a verification, each knowing what it must show; `continuous` may be one
+    already run (to infer the interruption points from its history)."""
+    assert s.points, "interruption points are known before the plan is built"
+    plan: list[Trajectory] = [continuous or reference(s)]
 
     def add(
         name: str, steps: int, reports: int | None, expect: Expectation | None, extra: Sequence[str] = (),
@@ -35,24 +45,28 @@ def build(s: Settings) -> list[Trajectory]:
     def resume(name: str) -> list[str]:
         return ["--resume", str(s.output / name / protocol.CHECKPOINT)]
 
-    add(CONTINUOUS, s.steps, s.steps, None)
     for k in s.points:
         interrupted, resumed = _point_names(k, k == s.primary)
         prefix = Expectation(Expect.PREFIX, f"{interrupted}: history = first {k} records of continuous", k)
         add(interrupted, k, k, prefix)
         check = f"{resumed} (from step {k}) concordant with continuous"
-        add(resumed, s.steps - k, s.steps, Expectation(Expect.CONCORDANT, check), resume(interrupted), interrupted)
+        concordant = Expectation(Expect.CONCORDANT, check, resumed_at=k)
+        add(resumed, s.steps - k, s.steps, concordant, resume(interrupted), interrupted)
     primary, rest = _point_names(s.primary, True)[0], s.steps - s.primary
-    negative = Expectation(Expect.DIVERGENT, "resume without RNG restore diverges (negative control)")
+    negative = Expectation(
+        Expect.DIVERGENT, "resume without RNG restore diverges (negative control)", resumed_at=s.primary
+    )
     add(RESUMED_NO_RNG, rest, s.steps, negative, [*resume(primary), "--omit-rng-restore"], primary)
     for part in s.faults:
-        fault = Expectation(Expect.DIVERGENT, f"resume without {part} diverges", part=part)
+        fault = Expectation(Expect.DIVERGENT, f"resume without {part} diverges", part=part, resumed_at=s.primary)
         if part == FLAT:  # the flat file is exported from the primary checkpoint first, in the same job
             flat = s.output / "inputs" / FLAT_FILE  # not in the fault's own --output, which must not exist
             export = (sys.executable, "-B", "-m", "resumeproof", "flat", "export", resume(primary)[1], str(flat))
             add(f"fault-{part}", rest, None, fault, ["--resume-flat", str(flat)], primary, (export,))
         else:
-            add(f"fault-{part}", rest, None, fault, [*resume(primary), "--omit", part], primary)
+            # One token, `--omit=PART`: an argparse trainer that lacks --omit cannot read it as an
+            # abbreviation of --omit-rng-restore and silently run a different fault.
+            add(f"fault-{part}", rest, None, fault, [*resume(primary), f"--omit={part}"], primary)
     for c, chain in enumerate(s.segments, start=1):
         done, before = 0, None
         for j, steps in enumerate(chain, start=1):
@@ -61,7 +75,7 @@ def build(s: Settings) -> list[Trajectory]:
             expect = (
                 Expectation(Expect.PREFIX, f"{label}: history = first {done} records", done)
                 if done < s.steps
-                else Expectation(Expect.CONCORDANT, f"{label} concordant with continuous")
+                else Expectation(Expect.CONCORDANT, f"{label} concordant with continuous", resumed_at=done - steps)
             )
             add(name, steps, done, expect, resume(before) if before else [], before)
             before = name

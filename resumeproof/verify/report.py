@@ -54,6 +54,7 @@ def trajectory_entry(t: Trajectory) -> dict:
         "exit_code": t.exit_code,
         "wall_seconds": t.seconds,
         "checkpoint_sha256": t.accepted.checkpoint.sha256 if t.accepted is not None else None,
+        "checkpoint_files": [f.entry() for f in t.accepted.checkpoint.files] if t.accepted is not None else [],
         "log": str(t.log),
         "error": t.error,
     }
@@ -125,17 +126,50 @@ def fault_matrix(document: dict) -> Table:
     faults = document["faults"]
     seen = {check for fault in faults.values() for check in fault["caught_by"]}
     columns = [c for c in FAULT_COLUMNS if c in seen] + sorted(seen - set(FAULT_COLUMNS))
-    title = "fault matrix: resume without PART, caught by (rows, lr, loss: history fields; hist: its length)"
-    table = Table(title=title)
+    title = (
+        "fault matrix: resume without PART, caught by (rows, lr, loss: history fields; hist: its length), diagnosed as"
+    )
+    table = Table(title=title, pad_edge=False)
     table.add_column("omitted", no_wrap=True)
     for column in columns:
         table.add_column(FAULT_COLUMNS.get(column) or column, justify="center", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
+    table.add_column("diagnosis", no_wrap=True)  # what a user would be told was lost
     for part, fault in faults.items():
         marks = ["[green]x[/]" if column in fault["caught_by"] else "" for column in columns]
-        verdict = "[green]caught[/]" if fault["detected"] else "[red]NOT CAUGHT[/]"
-        table.add_row(part, *marks, verdict)
+        found = fault["diagnosis"]["lost"] if fault["diagnosis"] else "?"
+        table.add_row(part, *marks, f"[green]{found}[/]" if fault["detected"] else "[red]NOT CAUGHT[/]")
     return table
+
+
+def diagnoses(document: dict) -> list[str]:
+    """One line per resume that should match and does not, and for a negative control that did not diverge."""
+    lines = []
+    comparison = document["comparison"]
+    for name, entry in comparison["resumes"].items():
+        if entry["verdict"] != "concordant" and entry["diagnosis"]:
+            lines.append(_diagnosis_line(name, entry["diagnosis"]))
+    negative = comparison["no_rng_resume"]
+    if negative["verdict"] == "concordant" or negative.get("identical_to_full_resume"):
+        found = negative["diagnosis"] or {"lost": "random state", "explanation": "it matches the continuous run"}
+        lines.append(_diagnosis_line("resumed-no-rng", found))
+    return lines
+
+
+def _diagnosis_line(name: str, found: dict) -> str:
+    where = f" from update {found['step']}" if found.get("step") else ""
+    evidence = f" [{found['evidence']}]" if found.get("evidence") else ""
+    return f"diagnosis {name}: likely lost {found['lost']}{where}: {found['explanation']}{evidence}"
+
+
+def coverage_note(document: dict) -> str | None:
+    """What a verification did not try, so that a pass at one point is not read as a pass at every point."""
+    untried = (document.get("coverage") or {}).get("untried_boundaries")
+    if untried:
+        ks = ", ".join(map(str, untried))
+        return f"not tried: the epoch boundary at k = {ks} (--interrupt-at epochs tries every boundary)"
+    if len(document["interrupt_at"]) == 1:
+        return f"tried k = {document['interrupt_at'][0]} only (--interrupt-at epochs or all try more points)"
+    return None
 
 
 def verdict_line(document: dict) -> str:
@@ -159,6 +193,12 @@ def print_report(out: Console, document: dict) -> None:
         for part, fault in document["faults"].items():
             if part == FLAT:  # the one fault that is a file format: say what it lacks
                 out.print(f"flat file: {fault['cause']}; caught by {', '.join(fault['caught_by']) or 'nothing'}")
+    if document["comparison"]:
+        for line in diagnoses(document):
+            out.print(line, markup=False)
+    note = coverage_note(document) if document["comparison"] else None
+    if note:
+        out.print(note)
     out.print(verdict_line(document))
 
 

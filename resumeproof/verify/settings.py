@@ -1,13 +1,18 @@
 """What one verification is asked to do, parsed from the command line once and checked."""
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.verify.files import NONE_ALLOWED, Allowances
+from resumeproof.verify.points import EPOCHS
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
+# `--faults all`: the kit's standard parts for the three usual generators (a trainer may name its own parts).
 FAULT_PARTS = ("model", "optimizer", "scheduler", "rng-python", "rng-numpy", "rng-torch", "data", "progress")
+PART_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 FLAT = "flat"  # --faults flat: resume from the classic flat file of weights and Adam moments alone
 
 
@@ -23,7 +28,7 @@ class SettingsError(ResumeproofError):
 class Settings:
     output: Path  # run directory of this verification; must not exist
     steps: int  # N: updates of the continuous run
-    points: tuple[int, ...]  # interruption points k, the primary one first
+    points: tuple[int, ...]  # interruption points k, the primary one first (empty until inferred)
     atol: float  # absolute tolerance, no relative one
     train_cmd: str  # command line the protocol flags are appended to
     jobs: int  # processes at once
@@ -31,8 +36,10 @@ class Settings:
     torch_load: bool = False  # also load every checkpoint with torch.load(weights_only=True)
     faults: tuple[str, ...] = ()  # parts to omit, one resume each
     segments: tuple[tuple[int, ...], ...] = ()  # chains: updates per process, summing to N
+    infer_points: bool = False  # --interrupt-at epochs: the points come from the continuous history
     cadence: int = 0  # also run continuous with --checkpoint-every CADENCE (0: no)
     plot: bool = False  # write verification.png
+    allow: Allowances = NONE_ALLOWED  # checkpoint files accepted although they can run code or cannot be read
 
     @property
     def primary(self) -> int:
@@ -54,25 +61,31 @@ def parse_train_cmd(train_cmd: str) -> str:
 
 
 def parse_points(spec: str, steps: int) -> tuple[int, ...]:
-    """'5', '1,4,6,9' or 'all' (every k from 1 to N-1); the primary point (the default 5 when it is
-    among them, else the first given) goes first."""
+    """'5', '1,4,6,9', 'all' (every k from 1 to N-1) or 'epochs' (inferred later: empty here)."""
+    if spec == EPOCHS:
+        return ()
     points = list(range(1, steps)) if spec == "all" else _ints(spec, "--interrupt-at")
     if not points or any(not 1 <= k < steps for k in points) or len(set(points)) != len(points):
         raise SettingsError("--interrupt-at", f"{spec!r}: distinct points k with 1 <= k < --steps {steps}")
+    return primary_first(points)
+
+
+def primary_first(points: list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    """The primary point (the default 5 when it is among them, else the first given) goes first."""
     primary = DEFAULT_POINT if DEFAULT_POINT in points else points[0]
     return (primary, *(k for k in points if k != primary))
 
 
 def parse_faults(spec: str | None) -> tuple[str, ...]:
-    """'all' (every part of the fault matrix), a list of parts, and/or 'flat'."""
+    """'all' (the standard parts), a list of parts the trainer's --omit accepts, and/or 'flat'."""
     if not spec:
         return ()
     items = [item.strip() for item in spec.split(",")]
     parts = [part for item in items for part in (FAULT_PARTS if item == "all" else (item,))]
-    unknown = [part for part in parts if part not in (*FAULT_PARTS, FLAT)]
-    if unknown:
-        valid = f"all, {', '.join(FAULT_PARTS)}, {FLAT}"
-        raise SettingsError("--faults", f"unknown part {', '.join(unknown)}; valid: {valid}")
+    malformed = [part for part in parts if not PART_NAME.fullmatch(part)]
+    if malformed:
+        shown = ", ".join(repr(part) for part in malformed)
+        raise SettingsError("--faults", f"{shown}: a part is a lower-case name like {FAULT_PARTS[0]!r}; or all, {FLAT}")
     return tuple(dict.fromkeys(parts))
 
 

@@ -59,7 +59,7 @@ def run_all(
 ) -> None:
     """Run every trajectory whose dependencies are done; mark the rest skipped."""
     by_name = {t.name: t for t in trajectories}
-    pending, running = list(trajectories), dict[Future, Trajectory]()
+    pending, running = [t for t in trajectories if t.status == QUEUED], dict[Future, Trajectory]()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         while pending or running:
             for t in list(pending):
