@@ -56,7 +56,7 @@ def accepter(s: Settings, p: Plan):
                     raise TrajectoryError(f"{t.output}: no generation step_{s.steps:06d}.pt")
                 for path in kept:
                     _checkpoint(path)
-        except (fingerprint.FingerprintError, plaindata.PlainDataError, protocol.ProtocolError) as err:
+        except (fingerprint.FingerprintError, plaindata.WeightsOnlyError, protocol.ProtocolError) as err:
             raise TrajectoryError(str(err)) from None
 
     return accept
@@ -66,7 +66,7 @@ def _checkpoint(path: Path) -> tuple[str, int]:
     """Fingerprint, then the weights_only check; the sha256 and the number of tensors."""
     if not path.is_file():
         raise TrajectoryError(f"{path}: missing")
-    return fingerprint.verify(path), plaindata.check(path)
+    return fingerprint.verify(path), plaindata.check(path).tensors
 
 
 def verify(s: Settings, out) -> dict[str, Any]:
@@ -139,7 +139,7 @@ def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
     for t in (t for t in trajectories if "tensors" in t.results):
         try:
             plaindata.check_with_torch(t.output / protocol.CHECKPOINT)
-        except plaindata.PlainDataError as err:
+        except plaindata.WeightsOnlyError as err:
             t.error = f"{t.name}: {err}"
             return t.error
         t.results["torch_loaded"] = True

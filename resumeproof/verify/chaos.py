@@ -152,7 +152,7 @@ def _valid_newest(run_dir: Path) -> Path | None:
             fingerprint.verify(path)
             weights_only.check(path)
             return path
-        except (fingerprint.FingerprintError, weights_only.PlainDataError):
+        except (fingerprint.FingerprintError, weights_only.WeightsOnlyError):
             continue
     return None
 
