@@ -48,7 +48,7 @@ class _Machine:
     def run(self) -> Any:
         if self.data[:1] != b"\x80":
             raise Refusal("data.pkl does not start with the PROTO opcode torch.save writes")
-        data, ops, budget, end = self.data, self.ops, self.budget, len(self.data)
+        data, ops, budget, end, most = self.data, self.ops, self.budget, len(self.data), LIMITS.work
         while True:
             at = self.pos
             op = ops.get(data[at]) if at < end else None
@@ -57,7 +57,9 @@ class _Machine:
                     f"data.pkl: {_opname(data[at] if at < end else None)} at byte {at} is not one torch.save writes"
                 )
             self.pos = at + 1
-            budget.spend(1)
+            budget.work += 1  # budget.spend(1), inlined: this loop runs once per opcode
+            if budget.work > most:
+                budget.spend(0)
             try:
                 if op() is _STOP:
                     return self.stack.pop()
@@ -67,6 +69,12 @@ class _Machine:
                 raise Refusal(f"data.pkl at byte {at}: {err}") from None
             except (IndexError, TypeError, ValueError, KeyError, AttributeError, struct.error, OverflowError) as err:
                 raise Refusal(f"data.pkl at byte {at}: {_opname(data[at])} fails ({type(err).__name__})") from None
+
+    def byte(self) -> int:
+        if self.pos >= len(self.data):
+            raise Refusal("data.pkl ends inside an opcode")
+        self.pos += 1
+        return self.data[self.pos - 1]
 
     def take(self, n: int) -> bytes:
         if self.pos + n > len(self.data):
@@ -80,9 +88,6 @@ class _Machine:
             raise Refusal("data.pkl ends inside a GLOBAL name")
         text, self.pos = self.data[self.pos : end], end + 1
         return text
-
-    def push(self, value: Any) -> None:
-        self.stack.append(value)
 
     def pop_mark(self) -> list[Any]:
         if not self.metastack:
@@ -108,58 +113,59 @@ class _Machine:
     # -- opcodes: constants ------------------------------------------------------------------------
 
     def op_PROTO(self) -> None:
-        protocol = self.take(1)[0]
+        protocol = self.byte()
         if self.pos != 2 or protocol not in PROTOCOLS:
             raise Refusal(f"PROTO {protocol} (torch.save writes protocol 2, once, first)")
 
     def op_NONE(self) -> None:
-        self.push(None)
+        self.stack.append(None)
 
     def op_NEWTRUE(self) -> None:
-        self.push(True)
+        self.stack.append(True)
 
     def op_NEWFALSE(self) -> None:
-        self.push(False)
+        self.stack.append(False)
 
     def op_BININT(self) -> None:
-        self.push(_I4.unpack(self.take(4))[0])
+        self.stack.append(_I4.unpack(self.take(4))[0])
 
     def op_BININT1(self) -> None:
-        self.push(self.take(1)[0])
+        self.stack.append(self.byte())
 
     def op_BININT2(self) -> None:
-        self.push(_U2.unpack(self.take(2))[0])
+        self.stack.append(_U2.unpack(self.take(2))[0])
 
     def op_LONG1(self) -> None:
-        self.push(int.from_bytes(self.take(self.take(1)[0]), "little", signed=True))
+        self.stack.append(int.from_bytes(self.take(self.byte()), "little", signed=True))
 
     def op_BINFLOAT(self) -> None:
-        self.push(_F8.unpack(self.take(8))[0])
+        self.stack.append(_F8.unpack(self.take(8))[0])
 
     def op_BINUNICODE(self) -> None:
         length = _U4.unpack(self.take(4))[0]
         try:
-            self.push(self.take(length).decode("utf-8", "surrogatepass"))
+            self.stack.append(self.take(length).decode("utf-8", "surrogatepass"))
         except UnicodeDecodeError:
             raise Refusal("a string that is not UTF-8") from None
 
     # -- opcodes: containers -----------------------------------------------------------------------
 
     def op_EMPTY_TUPLE(self) -> None:
-        self.push(self.tuple_of([]))
+        self.stack.append(self.tuple_of([]))
 
     def op_EMPTY_LIST(self) -> None:
-        self.push([])
+        self.stack.append([])
 
     def op_EMPTY_DICT(self) -> None:
-        self.push({})
+        self.stack.append({})
 
     def op_MARK(self) -> None:
         self.metastack.append(self.stack)
         self.stack = []
 
     def op_TUPLE(self) -> None:
-        self.push(self.tuple_of(self.pop_mark()))
+        items = self.pop_mark()  # first: it makes the outer frame self.stack again
+        self.stack.append(self.tuple_of(items))
 
     def op_TUPLE1(self) -> None:
         self._tuple_n(1)
@@ -175,7 +181,7 @@ class _Machine:
             raise Refusal("stack underflow")
         items = self.stack[-n:]
         del self.stack[-n:]
-        self.push(self.tuple_of(items))
+        self.stack.append(self.tuple_of(items))
 
     def op_APPEND(self) -> None:
         item = self.pop()
@@ -215,7 +221,7 @@ class _Machine:
     # -- opcodes: memo ------------------------------------------------------------------------------
 
     def op_BINPUT(self) -> None:
-        self._put(self.take(1)[0])
+        self._put(self.byte())
 
     def op_LONG_BINPUT(self) -> None:
         self._put(_U4.unpack(self.take(4))[0])
@@ -226,7 +232,7 @@ class _Machine:
         self.memo.append(self.top())
 
     def op_BINGET(self) -> None:
-        self._get(self.take(1)[0])
+        self._get(self.byte())
 
     def op_LONG_BINGET(self) -> None:
         self._get(_U4.unpack(self.take(4))[0])
@@ -234,7 +240,7 @@ class _Machine:
     def _get(self, index: int) -> None:
         if index >= len(self.memo):
             raise Refusal(f"memo entry {index} is read before it is put")
-        self.push(self.memo[index])
+        self.stack.append(self.memo[index])
 
     # -- opcodes: globals, calls, storages ----------------------------------------------------------
 
@@ -245,7 +251,7 @@ class _Machine:
         value = allowlist.lookup(module.decode(), name.decode())
         if value is None:
             raise Refusal(f"global {quote(module + b'.' + name)[1:-1]} is not allowed by weights_only loading")
-        self.push(value)
+        self.stack.append(value)
 
     def op_REDUCE(self) -> None:
         args, func = self.pop(), self.top()
@@ -267,7 +273,7 @@ class _Machine:
         vars(target).update(state)
 
     def op_BINPERSID(self) -> None:
-        self.push(self.storages.load(self.pop()))
+        self.stack.append(self.storages.load(self.pop()))
 
     def op_STOP(self) -> object:
         if self.metastack or len(self.stack) != 1 or self.pos != len(self.data):
