@@ -227,6 +227,11 @@ CORPUS = [
         saved(RawTensor(INTS, 0, (6,), (1,), requires_grad=True)), BOTH_REFUSE, id="int-tensor-requiring-grad"
     ),
     pytest.param(edited(WEIGHTS, {"version": lambda data: None}), BOTH_REFUSE, id="archive-without-version-record"),
+    pytest.param(
+        saved(torch.zeros(2, dtype=torch.float8_e5m2).requires_grad_()),
+        BOTH_REFUSE,
+        id="rebuild-v3-tensor-requiring-grad-found-by-the-fuzzer",
+    ),
 ]
 
 

@@ -79,17 +79,87 @@ def _arg(rng: random.Random, storage: Any) -> Any:
     )()
 
 
+def _metadata(rng: random.Random) -> Any:
+    return rng.choice(
+        (
+            {"conj": True},
+            {"neg": True},
+            {"conj": True, "neg": True},
+            {"neg": False},
+            {},
+            None,
+            {"conj": 1},
+            {"requires_grad": True},
+        )
+    )
+
+
 def call_pickle(rng: random.Random) -> Any:
     """An object whose torch.save writes one or more allowlisted calls with plausible or wrong arguments."""
     storage = _storage(rng)
     func = rng.choice(FUNCS)
     good = (storage, 0, (1,), (1,), False, collections.OrderedDict())
     if func is torch._utils._rebuild_tensor_v2 and rng.random() < 0.6:
-        args = list(good)
+        args = list(good) + ([_metadata(rng)] if rng.random() < 0.3 else [])
         args[rng.randrange(6)] = _arg(rng, storage)
-        args = args[: rng.choice((4, 5, 6, 6, 6, 7, 8, 9))]
+        args = args[: rng.choice((4, 5, 6, 6, 6, 7, 7, 8, 9))]
         while len(args) < 6 and rng.random() < 0.5:
             args.append(_arg(rng, storage))
+    elif func is torch._utils._rebuild_tensor_v3 and rng.random() < 0.7:
+        untyped = torch.zeros(rng.randint(0, 16), dtype=torch.uint8).untyped_storage()
+        dtype = rng.choice(
+            (
+                torch.uint16,
+                torch.uint32,
+                torch.uint64,
+                torch.complex32,
+                torch.float8_e5m2,
+                torch.bits16,
+                torch.float32,
+                torch.int4,
+                torch.qint8,
+            )
+        )
+        args = [
+            untyped,
+            rng.choice((0, 1, 3)),
+            (rng.randint(0, 5),),
+            (rng.choice((0, 1, 2)),),
+            rng.random() < 0.3,
+            collections.OrderedDict(),
+            dtype,
+        ] + ([_metadata(rng)] if rng.random() < 0.4 else [])
+        if rng.random() < 0.5:
+            args[rng.randrange(len(args))] = _arg(rng, untyped)
+    elif func is torch._utils._rebuild_tensor_v2 and rng.random() < 0.5:  # empty tensors, offsets anywhere
+        size = rng.choice(((0,), (2, 0), (0, 3), (2**62, 0), (2**63, 0)))
+        offset = rng.choice((0, 1, 5, 2**40, 2**59, 2**61, 2**62, 2**63 - 1, 2**63))
+        args = [storage, offset, size, (1,) * len(size), rng.random() < 0.2, collections.OrderedDict()]
+    elif func is torch._utils._rebuild_parameter and rng.random() < 0.7:
+        data = rng.choice(
+            (
+                lambda: torch.zeros(2, dtype=torch.complex64).conj(),
+                lambda: torch.zeros(2, dtype=torch.complex64).conj().imag,
+                lambda: torch.zeros(3, 1).expand(3, 4),
+                lambda: torch.zeros(0, 2),
+                lambda: torch.zeros(2, 3).t(),
+                lambda: Call(
+                    torch._utils._rebuild_tensor_v3,
+                    (
+                        torch.zeros(4, dtype=torch.uint8).untyped_storage(),
+                        0,
+                        (2,),
+                        (1,),
+                        False,
+                        collections.OrderedDict(),
+                        torch.float8_e5m2,
+                    ),
+                ),
+                lambda: torch.zeros(2, dtype=torch.float16),
+                lambda: torch.zeros(2, dtype=torch.int64),
+            )
+        )()
+        args = [data, rng.random() < 0.7, collections.OrderedDict()]
     else:
         args = [_arg(rng, storage) for _ in range(rng.randint(0, 8))]
     return {"x": Call(func, tuple(args)), "also": storage if rng.random() < 0.3 else None}

@@ -99,8 +99,13 @@ def _view(rng: random.Random, t: torch.Tensor) -> torch.Tensor:
 
 
 def _parameter(rng: random.Random, depth: int, shared: list[Any]) -> torch.nn.Parameter:
-    dtype = rng.choice((torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64))
-    return torch.nn.Parameter(torch.zeros(rng.randint(0, 3), rng.randint(1, 3), dtype=dtype), rng.random() < 0.8)
+    dtype = rng.choice(
+        (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64, torch.float8_e5m2)
+    )
+    data = torch.zeros(rng.randint(0, 3), rng.randint(1, 3), dtype=dtype) if dtype in V2_DTYPES else _raw([2, 2], dtype)
+    if rng.random() < 0.4:
+        data = data.conj() if dtype == torch.complex64 else data.transpose(0, 1)
+    return torch.nn.Parameter(data, rng.random() < 0.8)
 
 
 def _storage(rng: random.Random, depth: int, shared: list[Any]) -> Any:

@@ -83,6 +83,8 @@ def rebuild_tensor_v3(vm: Machine, args: tuple) -> Tensor:
         raise Refusal("_rebuild_tensor_v3 on something other than the untyped storage torch.save writes for it")
     if type(dtype) is not DType or dtype.rebuild != "v3":
         raise Refusal("_rebuild_tensor_v3 with a dtype torch.save does not write it for")
+    if args[4] is not False:  # torch makes the tensor with requires_grad, then set_() fails on the leaf
+        raise Refusal("_rebuild_tensor_v3 with requires_grad, which torch's own rebuild fails on")
     return _tensor("_rebuild_tensor_v3", storage, dtype, args[1:6], args[7:])
 
 
