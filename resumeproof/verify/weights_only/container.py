@@ -60,6 +60,10 @@ def read(source: Source) -> Archive:
     """Parse the whole container and verify every CRC-32; refuse anything torch.save would not write."""
     if source.size < TAIL + _LOCAL.size:
         raise Refusal(f"not a torch zip archive ({source.size} bytes is too short)")
+    if source.size > LIMITS.archive_bytes:
+        raise Refusal(
+            "an archive of 4 GiB or more: torch.save writes zip64 fields there, which this check does not read"
+        )
     count, cd_size, cd_offset = _end_records(source)
     entries = _central_directory(source, count, cd_offset, cd_size)
     prefix = _prefix(entries)

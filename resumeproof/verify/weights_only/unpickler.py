@@ -10,8 +10,6 @@ a work budget, tuples are bounded in depth before anything hashes them, and the 
 list that grows by one entry per BINPUT, so no index allocates memory.
 """
 
-import pickle
-import re
 import struct
 from collections import Counter, OrderedDict
 from typing import Any
@@ -20,11 +18,11 @@ from resumeproof.verify.weights_only import allowlist
 from resumeproof.verify.weights_only.budget import Budget
 from resumeproof.verify.weights_only.errors import Refusal, quote
 from resumeproof.verify.weights_only.limits import LIMITS
+from resumeproof.verify.weights_only.opcodes import OPCODES, is_dotted, opname
 from resumeproof.verify.weights_only.tensors import Storages
 from resumeproof.verify.weights_only.values import Function
 
 SETTABLE = (dict, OrderedDict, Counter)  # torch's _check_set_item_target
-NAME = b"[A-Za-z_][A-Za-z0-9_]*"
 PROTOCOLS = (2, 3)  # torch.save's default, and the one it also loads without BINBYTES
 _I4, _U4, _U2, _F8 = struct.Struct("<i"), struct.Struct("<I"), struct.Struct("<H"), struct.Struct(">d")
 
@@ -54,7 +52,7 @@ class _Machine:
             op = ops.get(data[at]) if at < end else None
             if op is None:
                 raise Refusal(
-                    f"data.pkl: {_opname(data[at] if at < end else None)} at byte {at} is not one torch.save writes"
+                    f"data.pkl: {opname(data[at] if at < end else None)} at byte {at} is not one torch.save writes"
                 )
             self.pos = at + 1
             budget.work += 1  # budget.spend(1), inlined: this loop runs once per opcode
@@ -68,7 +66,7 @@ class _Machine:
             except Refusal as err:
                 raise Refusal(f"data.pkl at byte {at}: {err}") from None
             except (IndexError, TypeError, ValueError, KeyError, AttributeError, struct.error, OverflowError) as err:
-                raise Refusal(f"data.pkl at byte {at}: {_opname(data[at])} fails ({type(err).__name__})") from None
+                raise Refusal(f"data.pkl at byte {at}: {opname(data[at])} fails ({type(err).__name__})") from None
 
     def byte(self) -> int:
         if self.pos >= len(self.data):
@@ -246,7 +244,7 @@ class _Machine:
 
     def op_GLOBAL(self) -> None:
         module, name = self.line(), self.line()
-        if not (_is_dotted(module) and _is_dotted(name, dots=False)):
+        if not (is_dotted(module) and is_dotted(name, dots=False)):
             raise Refusal("GLOBAL with a malformed name")
         value = allowlist.lookup(module.decode(), name.decode())
         if value is None:
@@ -282,30 +280,3 @@ class _Machine:
 
 
 _STOP = object()
-OPCODES = {name: getattr(pickle, name) for name in (
-    "PROTO", "STOP", "NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "LONG1", "BINFLOAT",
-    "BINUNICODE", "EMPTY_TUPLE", "EMPTY_LIST", "EMPTY_DICT", "MARK", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
-    "APPEND", "APPENDS", "SETITEM", "SETITEMS", "BINPUT", "LONG_BINPUT", "BINGET", "LONG_BINGET", "GLOBAL",
-    "REDUCE", "BUILD", "BINPERSID",
-)}  # fmt: skip
-
-
-def _is_dotted(text: bytes, dots: bool = True) -> bool:
-    parts = text.split(b".") if dots else [text]
-    return 0 < len(text) <= 200 and all(_NAME.fullmatch(part) for part in parts)
-
-
-_NAME = re.compile(NAME)
-
-
-def _opname(code: int | None) -> str:
-    if code is None:
-        return "the end of data.pkl"
-    return f"opcode {_NAMES.get(code, hex(code))}"
-
-
-_NAMES = {
-    value[0]: name
-    for name, value in vars(pickle).items()
-    if name.isupper() and type(value) is bytes and len(value) == 1
-}
