@@ -401,6 +401,27 @@ def test_damaged_torch_archive_is_refused(
     assert problem in str(caught.value)
 
 
+@pytest.mark.parametrize("length", [488, 489, 510, 511, 600])
+def test_member_names_longer_than_torchs_name_buffer_are_refused(tmp_path: Path, length: int) -> None:
+    # torch lists names into a 512-byte buffer and refuses an archive whose cut names lose the prefix.
+    buffer = io.BytesIO()
+    torch.save(WEIGHTS, buffer)
+    path = tmp_path / "long.pt"
+    path.write_bytes(zipwriter.write(zipwriter.read(buffer.getvalue())[1], zipwriter.Layout(prefix="p" * length)))
+    try:
+        torch.load(path, map_location="cpu", weights_only=True)
+        torch_accepts = True
+    except Exception:
+        torch_accepts = False
+    try:
+        weights_only.check(path)
+        check_accepts = True
+    except weights_only.WeightsOnlyError:
+        check_accepts = False
+    assert torch_accepts or not check_accepts
+    assert check_accepts == (length + len("/.data/serialization_id") <= 511)
+
+
 def test_torch_exact_writer_reproduces_torch_save_byte_for_byte(tmp_path: Path) -> None:
     buffer = io.BytesIO()
     torch.save({"a": torch.ones(3), "e": torch.empty(0), "b": torch.arange(500)}, buffer)

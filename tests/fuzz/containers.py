@@ -105,7 +105,9 @@ def _layout(records: list[Record], layout: Layout, rng: random.Random, payload: 
     elif choice == 4:
         layout.zip64 = False
     elif choice == 5:
-        layout.prefix = rng.choice(("", "a/b", "a\\b", "ARCHIVE", "é", "a b", "."))
+        layout.prefix = rng.choice(
+            ("", "a/b", "a\\b", "ARCHIVE", "é", "a b", ".", "p" * rng.choice((488, 489, 510, 511, 600)))
+        )
     else:
         layout.second_directory = True
 

@@ -70,7 +70,7 @@ def device(vm: Machine, args: tuple) -> Device:
     kind, index = args[0], args[1] if len(args) == 2 else None
     if type(kind) is not str or kind not in DEVICE_TYPES:
         raise Refusal("torch.device of a device type this check does not know")
-    if index is not None and not (type(index) is int and 0 <= index <= MAX_DEVICE_INDEX):
+    if len(args) == 2 and not (type(index) is int and 0 <= index <= MAX_DEVICE_INDEX):
         raise Refusal(f"torch.device index outside 0..{MAX_DEVICE_INDEX}")
     return Device(kind, index)
 

@@ -20,6 +20,7 @@ ALIGNMENT = 64  # torch.save pads every record's data to this (.storage_alignmen
 STORED_FLAGS = 0x0808  # UTF-8 names, sizes in a data descriptor after the data
 EMPTY_FLAGS = 0x0800  # a record of 0 bytes has no data descriptor
 PADDING_ID = b"FB"  # the extra field torch.save pads with, filled with b"Z"
+MAX_NAME = 511  # torch lists names into a 512-byte buffer (MZ_ZIP_MAX_ARCHIVE_FILENAME_SIZE): longer ones are cut
 
 _EOCD = struct.Struct("<IHHHHIIH")
 _LOCATOR = struct.Struct("<IIQI")
@@ -132,8 +133,8 @@ def _prefix(entries: list[_Entry]) -> str:
     for entry in entries:
         if not entry.name.startswith(top + b"/"):
             raise Refusal(f"member {quote(entry.name)} is outside the archive's top folder {quote(top)}")
-        if not all(0x20 <= c <= 0x7E for c in entry.name):
-            raise Refusal(f"member name {quote(entry.name)} is not printable ASCII")
+        if not all(0x20 <= c <= 0x7E for c in entry.name) or len(entry.name) > MAX_NAME:
+            raise Refusal(f"member name {quote(entry.name)} is not printable ASCII of at most {MAX_NAME} characters")
         if entry.name.lower() in folded:  # miniz (flags 0) compares names ignoring ASCII case
             raise Refusal(f"two members named {quote(entry.name)} when case is ignored, as torch's reader does")
         folded.add(entry.name.lower())
