@@ -65,7 +65,8 @@ def test_an_unsafe_pickle_not_allowed_fails_naming_the_file_and_its_globals(tmp_
     ("variant", "said"),
     [
         ("extra-file", "stray.bin is not listed in checkpoint.pt.sha256"),
-        ("writes-input", "changed while it was being resumed from"),
+        # the resume that wrote it, or the next one to read it, stops the verification
+        ("writes-input", "interrupted/checkpoint.pt"),
     ],
 )
 def test_a_file_beside_the_list_or_a_resume_that_writes_its_input_is_refused(tmp_path, variant, said):
@@ -143,5 +144,5 @@ def test_each_file_is_classified_by_its_bytes(tmp_path, name, make, kind):
     assert info.refused == (kind in ("pickle", "opaque"))
     if kind == "pickle":
         assert (
-            info.globals and classify(tmp_path / name, name, "0" * 64, Allowances(unsafe_pickle=("*.p?",))).allowed_by
+            info.globals and classify(tmp_path / name, name, "0" * 64, Allowances(unsafe_pickle=("*.p*",))).allowed_by
         )

@@ -29,7 +29,7 @@ from resumeproof.kit.torch_setup import configure as configure_torch
 
 __all__ = [
     "CheckpointError", "Generators", "ProtocolArgs", "ProtocolRun", "ResumeproofError", "RunDir", "ShuffledOrder",
-    "configure_torch", "exit_on_error", "flags", "identity", "layout", "load_checkpoint", "load_checkpoint_dir", "pivot",
-    "record", "refuse_existing", "resume", "save_checkpoint", "save_checkpoint_dir", "start", "to_json", "versions",
-    "write_summary",
+    "configure_torch", "exit_on_error", "flags", "identity", "layout", "load_checkpoint", "load_checkpoint_dir",
+    "pivot", "record", "refuse_existing", "resume", "save_checkpoint", "save_checkpoint_dir", "start", "to_json",
+    "versions", "write_summary",
 ]  # fmt: skip

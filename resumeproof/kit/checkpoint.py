@@ -11,7 +11,6 @@ import io
 import os
 import pickle
 import shutil
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,19 +46,20 @@ def save(path: Path, state: dict[str, Any]) -> str:
 
 def _verify_written(path: Path, tmp: Path) -> None:
     """The file read back is what torch.save meant to write, and holds only what weights_only loads.
-    Every record must match the CRC32 torch.save stored for it (one pass over the bytes); the
-    plain-data check parses data.pkl and sizes every storage without loading the tensors, where a
-    second torch.load would read them all again (0.65 s for a 240 MB checkpoint). Resuming always
-    goes through the real loader."""
+    The torch-free check verifies every record's CRC32 (one pass over the bytes), every record and
+    data.pkl; then the real loader reads it too, a second authority, with mmap so that the storages
+    are mapped rather than read again (2 ms for 240 MB, against 45 ms or more without). Resuming
+    always goes through the real loader."""
     try:
-        with zipfile.ZipFile(tmp) as archive:
-            damaged = archive.testzip()
-        if damaged is not None:
-            raise CheckpointError(f"{path}: record {damaged} read back does not match its CRC32; not written")
         weights_only.check(tmp)
-    except (zipfile.BadZipFile, weights_only.PlainDataError) as err:
+    except weights_only.WeightsOnlyError as err:
         reason = str(err).replace(f"{tmp}: ", "")
         raise CheckpointError(f"{path}: refusing to write it: {reason}") from None
+    try:
+        torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as err:  # the loader raises many types on what it refuses; all are refusals
+        raise CheckpointError(f"{path}: refusing to write it: torch.load(weights_only=True) refuses it"
+                              f" ({type(err).__name__})") from None  # fmt: skip
 
 
 def load(path: Path, max_bytes: int = MAX_BYTES) -> dict[str, Any]:

@@ -3,7 +3,7 @@
     run = kit.start(parts=("model", "optimizer", "scheduler", "data", "rng-python", "rng-numpy", "rng-torch"))
     ...                                    # the framework resumes from run.resume (verified) and trains
     run.record(rows=..., lr=..., loss=...)  # once per update, until run.done()
-    run.finish(checkpoint=folder, state=..., eval=..., lr=next_lr)
+    run.finish(folder, state=..., eval=..., lr=next_lr)
 
 A framework saves its checkpoint as a folder (`save_state`, `checkpoint-K/`, a `.ckpt` in a
 ModelCheckpoint folder); `finish` makes that folder `OUTPUT/checkpoint.pt/`, adds the protocol's
@@ -73,18 +73,18 @@ class ProtocolRun:
         """One update's record; call it once per optimizer step, in order."""
         self.history.append(record(len(self.history) + 1, list(rows), lr, loss, **extra))
 
-    def finish(self, *, checkpoint: Path, state: Any, eval: Any, lr: float, meta: dict | None = None) -> None:
-        """Make `checkpoint` (the framework's folder) OUTPUT/checkpoint.pt with the history and its
+    def finish(self, folder: Path, *, state: Any, eval: Any, lr: float, meta: dict | None = None) -> None:
+        """Make `folder` (the framework's checkpoint) OUTPUT/checkpoint.pt with the history and its
         fingerprint, then write summary.json; `lr` is the one the next update would use."""
         if len(self.history) != self.target():
             raise ResumeproofError(f"the run recorded {len(self.history)} updates, expected {self.target()}")
         final = self.output / protocol.CHECKPOINT
         steps = {"step": len(self.history), "history": self.history}
 
-        def fill(folder: Path) -> None:
-            for item in checkpoint.iterdir():
-                shutil.move(str(item), folder / item.name)
-            (folder / HISTORY_FILE).write_text(json.dumps(steps, indent=1) + "\n")
+        def fill(staged: Path) -> None:
+            for item in folder.iterdir():
+                shutil.move(str(item), staged / item.name)
+            (staged / HISTORY_FILE).write_text(json.dumps(steps, indent=1) + "\n")
 
         checkpoint.save_directory(final, fill)
         write_summary(

@@ -1,19 +1,21 @@
 """Torch-free pieces shared by the faulty trainers: the protocol's command line and its three files.
 
-The checkpoint is a minimal torch zip archive (data.pkl, byteorder, version) that
-`torch.load(..., weights_only=True)` loads, written with the standard library so that these
-trainers start in milliseconds instead of paying about a second to import torch.
+The checkpoint is a torch zip archive of plain data, laid out byte for byte as torch.save lays it
+out (tests/fuzz/zipwriter.py), which `torch.load(..., weights_only=True)` and the verifier's
+torch-free check load; written without torch so that these trainers start in milliseconds
+instead of paying about a second to import torch.
 """
 
 import argparse
 import hashlib
-import io
 import json
 import pickle
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for the torch-exact writer
+from fuzz.zipwriter import Record, write
 
 PROTOCOL = "resume-protocol/1"
 CHECKPOINT, SUMMARY = "checkpoint.pt", "summary.json"
@@ -37,12 +39,10 @@ def make_output(output: Path) -> None:
 
 def checkpoint_bytes(state: dict[str, Any]) -> bytes:
     """A torch.save-compatible archive of plain data (no tensors)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
-        archive.writestr("archive/data.pkl", pickle.dumps(state, protocol=2))
-        archive.writestr("archive/byteorder", "little")
-        archive.writestr("archive/version", "3\n")
-    return buffer.getvalue()
+    records = [("data.pkl", pickle.dumps(state, protocol=2)), (".format_version", b"1"),
+               (".storage_alignment", b"64"), ("byteorder", b"little"), ("version", b"3\n"),
+               (".data/serialization_id", b"0" * 40)]  # fmt: skip
+    return write([Record(name, data) for name, data in records])
 
 
 def write_checkpoint(output: Path, data: bytes, digest: str | None = None) -> None:

@@ -1,0 +1,25 @@
+"""torch.load(weights_only=True) itself, for audits that want the real loader: it imports torch (about 1.3 s)."""
+
+from pathlib import Path
+
+from resumeproof.verify.weights_only.errors import WeightsOnlyError, one_line, quote
+
+REASON_CHARS = 200
+
+
+def check_with_torch(path: Path) -> None:
+    """Load `path` with torch; any exception torch.load raises, of whatever type, is a refusal."""
+    import torch  # deliberately late: the default check keeps the verifier torch-free
+
+    try:
+        torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises UnpicklingError, RuntimeError, TypeError, KeyError, ... all refusals
+        raise WeightsOnlyError(f"{path}: torch.load(weights_only=True) refused it ({_reason(err)})") from None
+
+
+def _reason(err: Exception) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    chosen = next((line for line in lines if "Unpickler error:" in line), lines[0] if lines else "")
+    text = chosen.split("error:", 1)[1].strip() if "Unpickler error:" in chosen else chosen
+    detail = quote(text, REASON_CHARS)[1:-1] if text else ""
+    return one_line(f"{type(err).__name__}: {detail}" if detail else type(err).__name__)
