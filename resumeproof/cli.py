@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, exit_on_error
+from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
 from resumeproof.verify import settings as options
 from resumeproof.verify.files import Allowances
 from resumeproof.verify.points import EPOCHS
@@ -87,10 +87,18 @@ def main() -> None:
     help="Accept checkpoint files matching GLOB whose kind cannot be told (recorded; repeatable).",
 )  # fmt: skip
 @click.option("--torch-load", is_flag=True, help="Also load each checkpoint with torch.load (imports torch).")
+@click.option(
+    "--junit-xml", type=click.Path(path_type=Path), metavar="FILE",
+    help="Also write JUnit XML: a testcase per trajectory and per check (for CI test views).",
+)  # fmt: skip
+@click.option(
+    "--summary-md", type=click.Path(path_type=Path), metavar="FILE",
+    help="Also write a short Markdown verdict (e.g. $GITHUB_STEP_SUMMARY).",
+)  # fmt: skip
 @_debug_option
 def verify(
     output, steps, interrupt_at, atol, train_cmd, jobs, timeout, faults, segments, check_cadence, plot,
-    allow_unsafe_pickle, allow_opaque, torch_load, debug,
+    allow_unsafe_pickle, allow_opaque, torch_load, junit_xml, summary_md, debug,
 ) -> None:  # fmt: skip
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
     from resumeproof.verify import plot as plot_module
@@ -111,9 +119,23 @@ def verify(
     )  # fmt: skip
     out = report.console()
     with exit_on_error(_prog(), debug):
-        document = run_verification(settings, out)
+        try:
+            document = run_verification(settings, out)
+        except ResumeproofError as err:  # nothing was run: the CI reports still say why
+            _ci_reports(junit_xml, summary_md, {"error": one_line(err), "train_cmd": train_cmd}, output)
+            raise
+        _ci_reports(junit_xml, summary_md, document, output)
     report.print_report(out, document)
     sys.exit(EXIT_ERROR if document["error"] else EXIT_PASSED if document["all_checks_passed"] else EXIT_FAILED)
+
+
+def _ci_reports(junit_xml: Path | None, summary_md: Path | None, document: dict[str, Any], output: Path) -> None:
+    from resumeproof.verify import junit, markdown
+
+    if junit_xml is not None:
+        junit.write(junit_xml, document, output / "verification.json")
+    if summary_md is not None:
+        markdown.write(summary_md, document, output / "verification.json")
 
 
 @main.command(context_settings=CONTEXT)
