@@ -79,15 +79,20 @@ def write_sidecar(path: Path, digest: str) -> None:
     write_atomic(sidecar(path), f"{digest}  {path.name}\n".encode("ascii"))
 
 
-def read_sidecar(path: Path) -> str:
-    """The digest recorded for `path` in its `.sha256` file."""
+def sidecar_text(path: Path) -> str:
+    """The text of `path`'s `.sha256` file, or a FingerprintError saying why there is none."""
     side = sidecar(path)
     try:
-        text = side.read_text(encoding="ascii")
+        return side.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FingerprintError(f"{path}: fingerprint file {side.name} is missing") from None
     except (OSError, UnicodeDecodeError) as err:
         raise FingerprintError(f"{side}: unreadable fingerprint ({err})") from None
+
+
+def read_sidecar(path: Path) -> str:
+    """The digest recorded for `path` in its `.sha256` file."""
+    side, text = sidecar(path), sidecar_text(path)
     match = _LINE.fullmatch(text)
     if match is None:
         raise FingerprintError(f"{side}: not one '<64 hex digits>  <name>' line (sha256sum format)")

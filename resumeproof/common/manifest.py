@@ -14,13 +14,12 @@ import hashlib
 import re
 from pathlib import Path
 
-from resumeproof.common.errors import ResumeproofError
-from resumeproof.common.fingerprint import sha256_file, sidecar, write_atomic
+from resumeproof.common.fingerprint import FingerprintError, sha256_file, sidecar, sidecar_text, write_atomic
 
 _LINE = re.compile(r"([0-9a-f]{64})  ([^\n\\]+)")
 
 
-class ManifestError(ResumeproofError):
+class ManifestError(FingerprintError):
     """A directory checkpoint whose files and sidecar disagree."""
 
 
@@ -54,11 +53,9 @@ def read(directory: Path) -> dict[str, str]:
     """The digests the sidecar records, by relative path, checked for form."""
     side = sidecar(directory)
     try:
-        content = side.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError(f"{directory}: fingerprint file {side.name} is missing") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ManifestError(f"{side}: unreadable fingerprint ({err})") from None
+        content = sidecar_text(directory)
+    except FingerprintError as err:
+        raise ManifestError(str(err)) from None
     lines = content.splitlines()
     if not lines or not content.endswith("\n"):
         raise ManifestError(f"{side}: not a list of '<64 hex digits>  {directory.name}/<file>' lines")

@@ -21,14 +21,18 @@ PROTOCOL = "resume-protocol/1"
 CHECKPOINT, SUMMARY = "checkpoint.pt", "summary.json"
 
 
-def parse_args() -> argparse.Namespace:
-    """PROTOCOL.md section 1: --steps N --output DIR [--resume CKPT] [--omit-rng-restore]."""
+def parser() -> argparse.ArgumentParser:
+    """PROTOCOL.md section 1: --steps N --output DIR [--resume CKPT] [--omit-rng-restore], nothing more."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--resume", type=Path)
     parser.add_argument("--omit-rng-restore", action="store_true")
-    return parser.parse_args()
+    return parser
+
+
+def parse_args() -> argparse.Namespace:
+    return parser().parse_args()
 
 
 def make_output(output: Path) -> None:

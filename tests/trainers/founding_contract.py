@@ -10,18 +10,8 @@ import hashlib
 import pickle
 import random
 import zipfile
-from pathlib import Path
 
-from _protocol_files import PROTOCOL, checkpoint_bytes, make_output, write_checkpoint, write_summary
-
-
-def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, required=True)
-    parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--resume", type=Path)
-    parser.add_argument("--omit-rng-restore", action="store_true")
-    return parser
+from _protocol_files import PROTOCOL, checkpoint_bytes, make_output, parser, write_checkpoint, write_summary
 
 
 def run(args: argparse.Namespace) -> None:
