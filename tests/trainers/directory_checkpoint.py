@@ -11,6 +11,7 @@ import argparse
 import json
 import struct
 
+import _tiny
 import numpy as np
 import torch
 
@@ -25,10 +26,8 @@ args = kit.flags.from_namespace(namespace, PARTS)
 kit.refuse_existing(args.output)
 kit.configure_torch()
 
-torch.manual_seed(0)
-x = torch.linspace(-1, 1, 32).reshape(16, 2)
-y = x[:, :1] - 2 * x[:, 1:]
-model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Dropout(0.2), torch.nn.Linear(8, 1))
+x, y = _tiny.data(16)
+model = _tiny.model()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
 scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5)
 gens = kit.Generators(numpy=np.random.default_rng(0), torch=torch.default_generator)
@@ -77,14 +76,9 @@ if args.resume:
 
 for _ in range(args.steps):
     rows = order.take(4, gens["numpy"])
-    lr = optimizer.param_groups[0]["lr"]
-    optimizer.zero_grad()
-    loss = torch.nn.functional.mse_loss(model(x[rows]), y[rows])
-    loss.backward()
-    optimizer.step()
-    scheduler.step()
+    lr, loss = _tiny.update(model, optimizer, x, y, rows, scheduler)
     step += 1
-    history.append(kit.record(step, rows, lr, loss.item()))
+    history.append(kit.record(step, rows, lr, loss))
 
 
 def fill(folder):

@@ -8,6 +8,7 @@ saved state, so epoch e + 1 replays epoch e's order (the RandomSampler pattern: 
 drawn when an epoch's iterator starts). Passes at k = 5 (mid-epoch), fails at the boundary k = 6.
 """
 
+import _tiny
 import numpy as np
 import torch
 
@@ -16,10 +17,8 @@ from resumeproof import kit
 args = kit.flags.parse(parts=("model", "optimizer", "data", "rng-shuffle", "rng-torch"))
 kit.refuse_existing(args.output)
 kit.configure_torch()
-torch.manual_seed(0)
-x = torch.linspace(-1, 1, 48).reshape(24, 2)
-y = x[:, :1] - 2 * x[:, 1:]
-model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Dropout(0.2), torch.nn.Linear(8, 1))
+x, y = _tiny.data(24)
+model = _tiny.model()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
 gens = kit.Generators(shuffle=np.random.default_rng(0), torch=torch.default_generator)
 epoch_start = gens.state()["shuffle"]  # the shuffle generator's state when this epoch's order was drawn
@@ -46,12 +45,9 @@ for _ in range(args.steps):
         epoch_start, cursor = gens.state()["shuffle"], 0
         order = gens["shuffle"].permutation(24).tolist()
     rows, cursor = order[cursor : cursor + 4], cursor + 4
-    optimizer.zero_grad()
-    loss = torch.nn.functional.mse_loss(model(x[rows]), y[rows])
-    loss.backward()
-    optimizer.step()
+    _, loss = _tiny.update(model, optimizer, x, y, rows)
     step += 1
-    history.append(kit.record(step, rows, 0.05, loss.item()))
+    history.append(kit.record(step, rows, 0.05, loss))
 
 args.output.mkdir(parents=True)
 state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": gens.state()}
