@@ -103,7 +103,13 @@ class Resumable:
             return
         if not path.is_file():
             raise GeneratorsNotRestored(f"{path}: missing, so load_state restored no generator (it says nothing)")
-        saved = other.load(path)  # Accelerate's own loader: weights_only with NumPy's globals allowed
+        try:
+            saved = other.load(path)  # Accelerate's own loader: weights_only with NumPy's globals allowed
+        except Exception as err:  # torch.load raises many types on what it refuses; all mean "not restored"
+            raise GeneratorsNotRestored(
+                f"{path}: unreadable ({type(err).__name__}), so load_state did not restore the generators"
+                " (Accelerate only logs 'Could not load random states'); refusing to continue"
+            ) from None
         current = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
         keys = {"python": "random_state", "numpy": "numpy_random_seed", "torch": "torch_manual_seed"}
         stale = [name for name in expected if not _same(current[name], saved.get(keys[name]))]

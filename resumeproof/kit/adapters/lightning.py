@@ -154,6 +154,12 @@ class ProtocolCallback(pl.Callback):
             schedulers = [config.scheduler for config in trainer.lr_scheduler_configs]
             self._loaded["lr_schedulers"] = [copy.deepcopy(s.state_dict()) for s in schedulers]
 
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        loader = trainer.train_dataloader
+        if self._loaded is not None and not (hasattr(loader, "state_dict") and hasattr(loader, "load_state_dict")):
+            warn("the train DataLoader saves no position (L2): a mid-epoch resume restarts the epoch; use "
+                 "kit.adapters.lightning.ResumableLoader (docs/audit.md)")  # fmt: skip
+
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.epoch_starts += 1
 
@@ -184,9 +190,3 @@ class ProtocolCallback(pl.Callback):
             "progress": {"epochs": trainer.fit_loop.epoch_progress.state_dict(), "epoch_starts": self.epoch_starts},
         }
         self.run.finish(Path(saver.dirpath), state=state, eval=eval, lr=optimizer.param_groups[0]["lr"], meta=meta)
-
-    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        loader = trainer.train_dataloader
-        if self._loaded is not None and not (hasattr(loader, "state_dict") and hasattr(loader, "load_state_dict")):
-            warn("the train DataLoader saves no position (L2): a mid-epoch resume restarts the epoch; use "
-                 "kit.adapters.lightning.ResumableLoader (docs/audit.md)")  # fmt: skip
