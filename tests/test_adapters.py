@@ -4,6 +4,8 @@ failures the frameworks keep silent refused with one line. Each example runs as 
 import json
 import random
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -119,6 +121,15 @@ def test_the_resumes_say_which_inexact_configuration_they_depend_on(tmp_path, in
     fixed, _ = resume(tmp_path / "fixed", interrupted("lightning"), "lightning", "--fix", "user")
     assert fixed.returncode != 0  # a checkpoint without GlobalRngState's state cannot be resumed with it
     assert "GlobalRngState" in fixed.stderr
+
+
+def test_nothing_but_a_script_imports_a_framework():
+    code = (
+        "import sys, resumeproof.kit, resumeproof.cli, resumeproof.verify.verification\n"
+        "print(sorted({'accelerate', 'lightning', 'transformers'} & set(sys.modules)))"
+    )
+    proc = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
 
 
 def test_draws_from_globals_tells_augmentation_from_the_globals_and_leaves_them_as_they_were():
