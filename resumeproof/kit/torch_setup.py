@@ -35,11 +35,12 @@ class Setup:
     dtype: str
 
 
-def configure(threads: int = 1, dtype: torch.dtype = torch.float64) -> Setup:
+def configure(threads: int = 1, dtype: torch.dtype = torch.float64, shortcuts: bool = True) -> Setup:
+    """`shortcuts=False` takes the stock path whatever the version: for frameworks, which use TorchDynamo."""
     torch.set_num_threads(threads)
     torch.set_default_dtype(dtype)
     set_flag = getattr(torch._C, "_set_deterministic_algorithms", None)
-    if shortcuts_allowed() and set_flag is not None:
+    if shortcuts and shortcuts_allowed() and set_flag is not None:
         set_flag(True)
         _skip_dynamo_import()
         path = SHORTCUTS

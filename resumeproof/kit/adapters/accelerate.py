@@ -1,0 +1,153 @@
+"""Accelerate's documented resume (`save_state` / `load_state` / `skip_first_batches`) as a protocol trainer.
+
+    run = kit.start(accelerate.PARTS)
+    ...                                                    # Accelerator, prepare(model, optimizer, loader, scheduler)
+    resumable = accelerate.Resumable(run=run, accelerator=accelerator, loader=loader)
+    position = resumable.load()                            # load_state(run.resume), checked
+    for epoch in itertools.count(position.epoch):          # skip_first_batches(loader, position.batch) first
+        ...; run.record(rows=..., lr=..., loss=...)
+    resumable.finish(eval=...)                             # save_state, then OUTPUT/checkpoint.pt/
+
+Accelerate saves the global generators but no data position: the position is derived from the
+step, as its checkpointing example does. Its `load_state` restores the generators inside
+`except Exception: logger.info(...)`, so a missing or unreadable `random_states_0.pkl` resumes
+silently without them; `load` compares the generators with the file and refuses the resume when
+they were not restored.
+"""
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+from accelerate.utils import other
+
+from resumeproof.common.errors import ResumeproofError
+from resumeproof.kit.adapters.common import (
+    STANDARD_PARTS,
+    draws_from_globals,
+    omissions_kept,
+    omitted_generators,
+    warn,
+)
+from resumeproof.kit.run import ProtocolRun
+
+PARTS = STANDARD_PARTS
+RNG_FILE = "random_states_0.pkl"  # save_accelerator_state: one per process; this adapter runs one process
+
+
+class GeneratorsNotRestored(ResumeproofError):
+    """Accelerate's load_state returned without restoring the random generators."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Position:
+    epoch: int  # the epoch to continue in
+    batch: int  # batches of it already trained: skip_first_batches(loader, batch)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resumable:
+    """What save_state and load_state carry for one protocol run: the Accelerator's prepared model, optimizer and
+    scheduler (one of each, read from the lists save_state itself walks), and the prepared training loader."""
+
+    run: ProtocolRun
+    accelerator: Accelerator
+    loader: Any  # the prepared training DataLoader
+
+    @property
+    def model(self) -> torch.nn.Module:
+        return _one(self.accelerator._models, "model")
+
+    @property
+    def optimizer(self) -> Any:  # AcceleratedOptimizer
+        return _one(self.accelerator._optimizers, "optimizer")
+
+    @property
+    def scheduler(self) -> Any:  # AcceleratedScheduler
+        return _one(self.accelerator._schedulers, "scheduler")
+
+    def load(self) -> Position:
+        """Where the loop continues: load_state(run.resume) with the omitted parts left as built, then the
+        generators checked against the saved file; (0, 0) for a fresh run, or when `data` is omitted."""
+        if self.run.resume is None:
+            return Position(epoch=0, batch=0)
+        self._warn_inexact()
+        parts = {"model": self.model, "optimizer": self.optimizer, "scheduler": self.scheduler}
+        with omissions_kept(self.run, **parts):
+            self.accelerator.load_state(str(self.run.resume))
+        self._check_generators(self.run.resume / RNG_FILE)
+        if "data" in self.run.omit:
+            return Position(epoch=0, batch=0)
+        epoch, batch = divmod(self.run.start_step, len(self.loader))
+        return Position(epoch=epoch, batch=batch)
+
+    def finish(self, *, eval: Any, meta: dict[str, Any] | None = None) -> None:
+        """save_state into a scratch folder, which becomes OUTPUT/checkpoint.pt/, and the summary."""
+        folder = self.run.scratch / f"step_{len(self.run.history)}"
+        self.accelerator.save_state(str(folder))
+        state = {
+            "model": self.accelerator.unwrap_model(self.model).state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+        }
+        self.run.finish(folder, state=state, eval=eval, lr=self.optimizer.param_groups[0]["lr"], meta=meta)
+
+    def _check_generators(self, path: Path) -> None:
+        """Every generator not omitted holds the state the file saved (Accelerate itself only logs a failure)."""
+        expected = [name for name in ("python", "numpy", "torch") if name not in omitted_generators(self.run)]
+        if not expected:
+            return
+        if not path.is_file():
+            raise GeneratorsNotRestored(f"{path}: missing, so load_state restored no generator (it says nothing)")
+        try:
+            saved = other.load(path)  # Accelerate's own loader: weights_only with NumPy's globals allowed
+        except Exception as err:  # torch.load raises many types on what it refuses; all mean "not restored"
+            raise GeneratorsNotRestored(
+                f"{path}: unreadable ({type(err).__name__}), so load_state did not restore the generators"
+                " (Accelerate only logs 'Could not load random states'); refusing to continue"
+            ) from None
+        current = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+        keys = {"python": "random_state", "numpy": "numpy_random_seed", "torch": "torch_manual_seed"}
+        stale = [name for name in expected if not _same(current[name], saved.get(keys[name]))]
+        if stale:
+            raise GeneratorsNotRestored(
+                f"{path}: load_state did not restore the {', '.join(stale)} generator(s) (Accelerate only logs"
+                " 'Could not load random states'); refusing to continue from another random state"
+            )
+
+    def _warn_inexact(self) -> None:
+        """The configurations docs/audit.md shows inexact, named once when a resume depends on them."""
+        config = self.accelerator.dataloader_config
+        if not config.use_seedable_sampler:
+            warn("the data order is seeded from the global torch generator (A1): resumes mid-epoch are inexact; "
+                 "use DataLoaderConfiguration(use_seedable_sampler=True) and set_epoch (docs/audit.md)")  # fmt: skip
+        if getattr(self.loader, "base_dataloader", self.loader).generator is None:
+            warn("the DataLoader has no generator of its own: each new iterator draws from the global torch "
+                 "generator (A4); pass DataLoader(generator=torch.Generator())")  # fmt: skip
+        if draws_from_globals(self.loader.dataset):
+            warn("the dataset draws from the global generators in __getitem__ and the prepared loader fetches one "
+                 "batch ahead (A3): draw augmentation from a generator of each example's own")  # fmt: skip
+
+
+def _one(prepared: list[Any], what: str) -> Any:
+    if len(prepared) != 1:
+        raise ResumeproofError(f"the Accelerator prepared {len(prepared)} {what}s; the adapter handles exactly one")
+    return prepared[0]
+
+
+def _same(current: Any, saved: Any) -> bool:
+    """Generator states equal element by element (tuples of ints, NumPy arrays, tensors)."""
+    if isinstance(current, torch.Tensor) or isinstance(saved, torch.Tensor):
+        return isinstance(saved, torch.Tensor) and torch.equal(torch.as_tensor(current), saved)
+    if isinstance(current, np.ndarray) or isinstance(saved, np.ndarray):
+        return bool(np.array_equal(np.asarray(current), np.asarray(saved)))
+    if isinstance(current, tuple | list):
+        return (
+            isinstance(saved, tuple | list) and len(saved) == len(current)
+            and all(_same(a, b) for a, b in zip(current, saved, strict=True))
+        )  # fmt: skip
+    return bool(current == saved)
