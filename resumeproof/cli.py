@@ -63,6 +63,10 @@ def main() -> None:
 @click.option(
     "--train-cmd", default=DEFAULT_TRAIN_CMD, help="Training command (docs/protocol.md).  [default: train.py]"
 )
+@click.option(
+    "--resume-cmd", metavar="CMD",
+    help="Command of every resuming process (e.g. torchrun at another world size).  [default: --train-cmd]",
+)  # fmt: skip
 @click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores", help="At once.")
 @click.option(
     "--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
@@ -89,7 +93,7 @@ def main() -> None:
 @click.option("--torch-load", is_flag=True, help="Also load each checkpoint with torch.load (imports torch).")
 @_debug_option
 def verify(
-    output, steps, interrupt_at, atol, train_cmd, jobs, timeout, faults, segments, check_cadence, plot,
+    output, steps, interrupt_at, atol, train_cmd, resume_cmd, jobs, timeout, faults, segments, check_cadence, plot,
     allow_unsafe_pickle, allow_opaque, torch_load, debug,
 ) -> None:  # fmt: skip
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
@@ -108,6 +112,7 @@ def verify(
         segments=_parsed(lambda: options.parse_segments(segments, steps)), infer_points=interrupt_at == EPOCHS,
         cadence=1 if check_cadence else 0, plot=plot,
         allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
+        resume_cmd=_parsed(lambda: options.parse_train_cmd(resume_cmd, "--resume-cmd")) if resume_cmd else None,
     )  # fmt: skip
     out = report.console()
     with exit_on_error(_prog(), debug):
