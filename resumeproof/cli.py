@@ -133,15 +133,19 @@ def verify(
     "--train-cmd", default=DEFAULT_TRAIN_CMD,
     help="Training command supporting --resume auto --until-step --checkpoint-every --pace.  [default: train.py]",
 )  # fmt: skip
+@click.option(
+    "--kill", type=click.Choice(("process", "rank")), default="process", show_default=True,
+    help="process: signal the trainer; rank: SIGKILL one worker of a torchrun --max-restarts launch.",
+)  # fmt: skip
 @_debug_option
-def chaos(output, kills, steps, checkpoint_every, seed, pace, timeout, train_cmd, debug) -> None:
+def chaos(output, kills, steps, checkpoint_every, seed, pace, timeout, train_cmd, kill, debug) -> None:
     """Kill, stop and snapshot a long run at random instants; it must lose nothing."""
     from resumeproof.verify import chaos as supervisor
     from resumeproof.verify import report
 
     settings = supervisor.Settings(
         output=output, train=shlex.split(_parsed(lambda: options.parse_train_cmd(train_cmd))), kills=kills,
-        steps=steps, checkpoint_every=checkpoint_every, seed=seed, pace=pace, timeout=timeout,
+        steps=steps, checkpoint_every=checkpoint_every, seed=seed, pace=pace, timeout=timeout, kill=kill,
     )  # fmt: skip
     out = report.console()
     with exit_on_error(_prog(), debug), out.status(f"chaos: {kills} signals into a run of {steps} steps"):
