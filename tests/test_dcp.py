@@ -1,7 +1,6 @@
 """DCP checkpoints: what a torch.distributed.checkpoint `.metadata` may name, checked by the trainer and the
 verifier alike; a tampered one is refused by both and its payload never runs (while stock dcp.load runs it)."""
 
-import pickle
 import warnings
 from pathlib import Path, PosixPath
 
@@ -10,7 +9,7 @@ import torch
 import torch.distributed.checkpoint as stock
 from torch.distributed.checkpoint import FileSystemWriter
 
-from conftest import code_that_touches
+from conftest import code_that_touches, rewrite_metadata
 from resumeproof.common import dcp as names
 from resumeproof.common import manifest
 from resumeproof.kit.checkpoint import CheckpointError
@@ -37,16 +36,6 @@ def saved(tmp_path: Path, state: dict | None = None) -> Path:
         stock.save(state or STATE, storage_writer=FileSystemWriter(folder))
     manifest.write(folder)
     return folder
-
-
-def rewrite_metadata(folder: Path, change) -> None:
-    """Change the (trusted, just written) metadata object and write it back with a matching sidecar: an
-    attacker who can write the checkpoint can write its sidecar too."""
-    path = folder / names.METADATA
-    metadata = pickle.loads(path.read_bytes())
-    change(metadata)
-    path.write_bytes(pickle.dumps(metadata, protocol=4))
-    manifest.write(folder)
 
 
 def empty_like_state() -> dict:
