@@ -57,14 +57,8 @@ def verification(tmp_path_factory, name: str, *args: str) -> tuple[subprocess.Co
 
 
 @pytest.fixture(scope="module")
-def shrink(tmp_path_factory):
-    """DDP: interrupted at 2 processes, resumed at 1."""
-    return verification(tmp_path_factory, "shrink", "--train-cmd", command(2), "--resume-cmd", command(1))
-
-
-@pytest.fixture(scope="module")
 def grow(tmp_path_factory):
-    """DDP: interrupted at 1 process, resumed at 2, with the two rank-local faults."""
+    """DDP: interrupted at 1 process, resumed at 2 (growing), with the two rank-local faults."""
     faults = ("--faults", "other-ranks.data,other-ranks.rng")
     return verification(tmp_path_factory, "grow", "--train-cmd", command(1), "--resume-cmd", command(2), *faults)
 
@@ -78,21 +72,9 @@ def canonical(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fsdp(tmp_path_factory):
-    """FSDP2: interrupted at 2 processes (sharded), resumed at 1 (resharded)."""
+    """FSDP2: interrupted at 2 processes (sharded), resumed at 1 (resharded, shrinking)."""
     train, resume = command(2, "--reduction", "fsdp"), command(1, "--reduction", "fsdp")
     return verification(tmp_path_factory, "fsdp", "--train-cmd", train, "--resume-cmd", resume)
-
-
-def test_a_ddp_run_interrupted_at_2_processes_resumes_exactly_at_1(shrink):
-    proc, doc, out = shrink
-    assert proc.returncode == 0, proc.stderr
-    assert doc["resume_cmd"] == command(1) and doc["comparison"]["full_resume"]["verdict"] == "concordant"
-    kinds = {f["path"]: f["kind"] for f in doc["trajectories"]["interrupted"]["checkpoint_files"]}
-    assert kinds == {".metadata": "dcp-metadata", "__0_0.distcp": "dcp-data", "__1_0.distcp": "dcp-data"}
-    meta = summary(out / "continuous")["meta"], summary(out / "resumed")["meta"]
-    assert [(m["world_size"], m["backend"], m["reduction"], len(m["workers"])) for m in meta] == [
-        (2, "gloo", "ddp", 2), (1, "gloo", "ddp", 1),
-    ]  # fmt: skip
 
 
 def test_a_ddp_run_interrupted_at_1_process_resumes_exactly_at_2(grow):
@@ -110,18 +92,18 @@ def test_a_data_position_or_generators_restored_on_rank_0_only_are_caught_by_the
     assert doc["blind_to"] == []
 
 
-def test_continuous_ddp_runs_at_1_2_and_4_processes_agree_and_1_is_the_single_process_run(
-    shrink, grow, continuous_run, tmp_path
+def test_continuous_runs_at_1_2_and_4_processes_agree_and_1_is_the_single_process_run(
+    grow, fsdp, continuous_run, tmp_path
 ):
     four = tmp_path / "w4"
     proc = torchrun(launch(4, "--steps", "10", "--output", str(four)))
     assert proc.returncode == 0, proc.stderr
-    one, two = summary(grow[2] / "continuous"), summary(shrink[2] / "continuous")
+    one, two = summary(grow[2] / "continuous"), summary(fsdp[2] / "continuous")  # DDP at 1, FSDP2 at 2
     assert identical(one, summary(continuous_run))  # torchrun at W=1 computes the single process's bits
     for other in (two, summary(four)):
         result = compared(one, other)
         assert result.concordant, result.mismatches[:3]
-        assert result.max_abs_diff < 1e-14  # DDP's all-reduce: a few ulp
+        assert result.max_abs_diff < 1e-14  # another order of summation: a few ulp
 
 
 def test_the_canonical_reduction_is_bit_identical_at_1_2_and_4_processes_and_across_a_resume(canonical, tmp_path):
@@ -137,10 +119,17 @@ def test_the_canonical_reduction_is_bit_identical_at_1_2_and_4_processes_and_acr
         assert identical(two, summary(run)), (world, reduction)
 
 
-def test_an_fsdp2_run_resumes_resharded_at_another_number_of_processes(fsdp):
+def test_an_fsdp2_run_interrupted_at_2_processes_resumes_resharded_at_1(fsdp):
     proc, doc, out = fsdp
     assert proc.returncode == 0, proc.stderr
-    assert doc["comparison"]["full_resume"]["verdict"] == "concordant"
+    resume = command(1, "--reduction", "fsdp")
+    assert doc["resume_cmd"] == resume and doc["comparison"]["full_resume"]["verdict"] == "concordant"
+    kinds = {f["path"]: f["kind"] for f in doc["trajectories"]["interrupted"]["checkpoint_files"]}
+    assert kinds == {".metadata": "dcp-metadata", "__0_0.distcp": "dcp-data", "__1_0.distcp": "dcp-data"}
+    meta = summary(out / "continuous")["meta"], summary(out / "resumed")["meta"]
+    assert [(m["world_size"], m["backend"], m["reduction"], len(m["workers"])) for m in meta] == [
+        (2, "gloo", "fsdp", 2), (1, "gloo", "fsdp", 1),
+    ]  # fmt: skip
     layout = check.read(out / "interrupted" / protocol.CHECKPOINT)
     files_of = {}
     for item in layout.items:
@@ -224,8 +213,8 @@ def test_two_torchrun_agents_with_a_c10d_rendezvous_resume_as_one_node(grow, tmp
         (("--resume", "{dcp}"), "a DCP checkpoint directory resumes under torchrun"),
     ],
 )
-def test_without_a_launcher_what_needs_one_is_refused(shrink, tmp_path, args, said):
-    dcp_dir = str(shrink[2] / "interrupted" / protocol.CHECKPOINT)
+def test_without_a_launcher_what_needs_one_is_refused(fsdp, tmp_path, args, said):
+    dcp_dir = str(fsdp[2] / "interrupted" / protocol.CHECKPOINT)
     argv = [sys.executable, "-B", str(TRAIN), "--steps", "1", "--output", str(tmp_path / "x")]
     proc = subprocess.run([*argv, *(a.format(dcp=dcp_dir) for a in args)], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 2 and said in proc.stderr, proc.stderr
