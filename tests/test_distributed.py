@@ -58,8 +58,9 @@ def verification(tmp_path_factory, name: str, *args: str) -> tuple[subprocess.Co
 
 @pytest.fixture(scope="module")
 def grow(tmp_path_factory):
-    """DDP: interrupted at 1 process, resumed at 2 (growing), with the two rank-local faults."""
-    faults = ("--faults", "other-ranks.data,other-ranks.rng")
+    """DDP: interrupted at 1 process, resumed at 2 (growing), with the two rank-local faults, and the two
+    parts a DCP resume restores through set_state_dict rather than as a file checkpoint does."""
+    faults = ("--faults", "other-ranks.data,other-ranks.rng,model,optimizer")
     return verification(tmp_path_factory, "grow", "--train-cmd", command(1), "--resume-cmd", command(2), *faults)
 
 
@@ -90,6 +91,13 @@ def test_a_data_position_or_generators_restored_on_rank_0_only_are_caught_by_the
         assert fault["detected"] and not fault["identical_to_full_resume"], part
         assert "history.loss" in fault["caught_by"], part  # rank 1 trained on other rows, other noise
     assert doc["blind_to"] == []
+
+
+@pytest.mark.parametrize("part", ["model", "optimizer"])
+def test_a_dcp_resume_that_omits_the_model_or_optimizer_really_leaves_it_unrestored(grow, part):
+    """dcp.load writes in place: loading into the live parameters would restore an omitted model."""
+    fault = grow[1]["faults"][part]
+    assert fault["detected"] and fault["diagnosis"]["lost"] == part
 
 
 def test_continuous_runs_at_1_2_and_4_processes_agree_and_1_is_the_single_process_run(

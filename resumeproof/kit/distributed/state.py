@@ -78,7 +78,9 @@ def load(folder: Path, t: layout.Training) -> Loaded:
     metadata = dcp.read_metadata(folder)
     saved = metadata.state_dict_metadata
     model, optim = state_dicts(t, shapes=True)
-    target: dict[str, Any] = {MODEL: model, OPTIM: optim["state"] if _holds(saved, OPTIM) else {}}
+    # Copies: DSD hands out the live parameters, and dcp.load writes in place. Loading into them
+    # would restore the model before restore() decides whether to (a resume told to omit it).
+    target: dict[str, Any] = {MODEL: _copies(model), OPTIM: _copies(optim["state"]) if _holds(saved, OPTIM) else {}}
     target[RNG] = {key.split(".", 1)[1]: _empty(saved, key) for key in saved if key.startswith(f"{RNG}.")}
     target[EXTRA] = _empty(saved, EXTRA)
     planned = set(flatten(target))
@@ -116,6 +118,12 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         name = f"{prefix}{key}"
         flat.update(flatten(value, f"{name}.") if isinstance(value, dict) else {name: value})
     return flat
+
+
+def _copies(tree: dict[str, Any]) -> dict[str, Any]:
+    """The same nested dict with every tensor (DTensor shards included) replaced by a copy."""
+    return {k: _copies(v) if isinstance(v, dict) else v.detach().clone() if torch.is_tensor(v) else v
+            for k, v in tree.items()}  # fmt: skip
 
 
 def _holds(saved: dict[str, Any], section: str) -> bool:
