@@ -42,6 +42,17 @@ def test_a_rank_killed_by_a_signal_is_named_although_torchrun_blames_the_rank_th
     assert line == "rank 1 (local rank 1, pid 20236 on node-b) was killed by SIGKILL"
 
 
+def test_a_rank_that_hung_is_named_with_the_timeout_its_peer_reported(tmp_path):
+    head = (
+        "train.py [rank 0]: failed: RuntimeError: [unbound_buffer.cc:78] Timed out waiting 10000ms\n"
+        "W1129 20:45:35.454000 1805 api.py:1028] Sending process 20236 closing signal SIGTERM\n"
+        "W1129 20:46:05.455000 1805 api.py:1047] Unable to shutdown process 20236 via 15, forcefully exiting via 9\n"
+    )
+    line = said(tmp_path, head + TORCHRUN_TAIL.format(second=1, second_code=-9, first_code=1))
+    assert line.startswith("rank 1 (local rank 1, pid 20236 on node-b) hung: torchrun killed it after SIGTERM")
+    assert line.endswith("; train.py [rank 0]: failed: RuntimeError: [unbound_buffer.cc:78] Timed out waiting 10000ms")
+
+
 def test_a_ranks_own_error_line_is_quoted(tmp_path):
     head = "train.py [rank 0]: error: --output runs/x: already exists; refusing to touch it\n"
     line = said(tmp_path, head + TORCHRUN_TAIL.format(second=1, second_code=-15, first_code=2))

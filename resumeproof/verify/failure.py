@@ -3,9 +3,10 @@
 A plain process usually says why it failed in its last line. A torchrun launch ends instead with
 its failure summary (a traceback, then a box of `=` and `-` lines listing each rank's exit code),
 whose "root cause" is the first failure torchrun observed: often a rank that only lost its peer.
-So, in a torchrun log: a rank killed by a signal other than torchrun's own SIGTERM is the cause; else
-the error line a failed rank printed (`PROG [rank N]: error: ...`, what the kit's session prints),
-else the rank and its exit status with the last exception line a worker printed.
+So, in a torchrun log: a rank killed by a signal other than torchrun's own is the cause; a rank torchrun
+had to SIGKILL because it did not answer SIGTERM hung (its peers timed out: quoted too); else the
+error line a failed rank printed (`PROG [rank N]: error: ...`, what the kit's session prints), else
+the rank and its exit status with the last exception line a worker printed.
 """
 
 import os
@@ -21,6 +22,8 @@ _ENTRY = re.compile(
     r"host\s*:\s*(?P<host>\S+)\s*\n\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank:\s*(?P<local>\d+)\)\s*\n"
     r"\s*exitcode\s*:\s*(?P<code>-?\d+)\s*\(pid:\s*(?P<pid>\d+)\)"
 )
+_FORCED = re.compile(r"Unable to shutdown process (\d+) via")  # torchrun: SIGTERM unanswered, SIGKILL sent
+_RANK_SAID = re.compile(r".*\[rank \d+\]: (?:error|failed): .*")
 _EXCEPTION = re.compile(r"(?:\[rank\d+\]:\s*)?([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b.*)")
 
 
@@ -49,10 +52,16 @@ def said(log: Path) -> str:
 
 def _launch(text: str, exits: list[Exit]) -> str:
     lines = [line.strip() for line in text.splitlines()]
-    died = [e for e in exits if e.code < 0 and -e.code != signal.SIGTERM]
+    forced = {int(pid) for pid in _FORCED.findall(text)}
+    died = [e for e in exits if e.code < 0 and -e.code != signal.SIGTERM and e.pid not in forced]
     if died:
         e = died[0]
         return f"rank {e.rank} (local rank {e.local_rank}, pid {e.pid} on {e.host}) was killed by {_signal(-e.code)}"
+    hung = [e for e in exits if e.pid in forced]
+    if hung:
+        e, said = hung[0], [line for line in lines if _RANK_SAID.fullmatch(line)]
+        where = f"rank {e.rank} (local rank {e.local_rank}, pid {e.pid} on {e.host})"
+        return f"{where} hung: torchrun killed it after SIGTERM went unanswered" + (f"; {said[0]}" if said else "")
     for e in sorted((e for e in exits if e.code > 0), key=lambda e: e.rank):
         own = [line for line in lines if f"[rank {e.rank}]: error:" in line]
         if own:

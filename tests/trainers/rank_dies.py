@@ -1,4 +1,5 @@
-"""train.py, except that one rank (RESUMEPROOF_TEST_RANK, default 1) is SIGKILLed after its third update."""
+"""train.py, except that one rank (RESUMEPROOF_TEST_RANK, default 1) is SIGKILLed after its third update
+(or stopped, hung rather than dead, with RESUMEPROOF_TEST_SIGNAL=SIGSTOP)."""
 
 import os
 import signal
@@ -9,12 +10,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import train  # after the repository is on the path
 
 STEP, RANK = train.train_step, os.environ.get("RESUMEPROOF_TEST_RANK", "1")
+SIGNAL = signal.Signals[os.environ.get("RESUMEPROOF_TEST_SIGNAL", "SIGKILL")]
 
 
 def dying_step(*args):
     record = STEP(*args)
     if record["step"] == 3 and os.environ.get("RANK") == RANK:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), SIGNAL)
     return record
 
 
