@@ -18,6 +18,7 @@ import torch.distributed as dist
 
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.kit.distributed.world import World
+from resumeproof.kit.layout import RNG
 
 
 class ReplicaError(ResumeproofError):
@@ -25,9 +26,10 @@ class ReplicaError(ResumeproofError):
 
 
 def sections(extra: dict[str, Any], tensors: dict[str, torch.Tensor]) -> dict[str, bytes]:
-    """The global state, section by section, as bytes."""
-    found = {f"extra.{key}": json.dumps(value, sort_keys=True).encode() for key, value in extra.items()}
-    return found | {f"rng.{name}": tensor.numpy().tobytes() for name, tensor in tensors.items()}
+    """The global state as bytes, by the names --omit gives its parts (`data`, `rng-numpy`, ...)."""
+    generators = {f"rng-{name}": json.dumps(state).encode() for name, state in extra.get(RNG, {}).items()}
+    found = {key: json.dumps(value, sort_keys=True).encode() for key, value in extra.items() if key != RNG}
+    return found | generators | {f"rng-{name}": tensor.numpy().tobytes() for name, tensor in tensors.items()}
 
 
 def disagreements(world: World, named: dict[str, bytes]) -> dict[str, list[int]]:
@@ -49,7 +51,7 @@ def check(world: World, named: dict[str, bytes], path: Path) -> None:
     found = disagreements(world, named)
     if found:
         ranks = sorted({r for rs in found.values() for r in rs})
-        what = ", ".join(name.split(".", 1)[1] for name in found)
+        what = ", ".join(found)
         shown = ", ".join(map(str, ranks))
         raise ReplicaError(f"{path}: rank {shown} holds another {what} than rank 0; refusing to save")
 

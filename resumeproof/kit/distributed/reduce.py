@@ -46,10 +46,6 @@ class Reduction:
         """Set every parameter's gradient for the global batch; return the global mean loss."""
         raise NotImplementedError
 
-    def close(self) -> None:
-        """Drop what holds the process group (DDP's reducer) while the group is still alive."""
-        self.module = None
-
 
 class Averaged(Reduction):
     """ddp and fsdp: each rank's mean loss over its rows, the wrapper averages the gradients."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from resumeproof.common import losslog, manifest, runfiles
+from resumeproof.common import losslog, manifest, protocol, runfiles
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.distributed import dcp, state
 from resumeproof.kit.distributed.world import World, broadcast, gather_ints, on_main
@@ -76,7 +76,7 @@ class SharedRunDir:
         return bool(stop)
 
     def finish(self, save: Save) -> str:
-        return save(self.path / "checkpoint.pt")
+        return save(self.path / protocol.CHECKPOINT)
 
     def close(self) -> None:
         if self.owned is not None:
