@@ -142,3 +142,8 @@ def test_a_structure_dcp_never_writes_is_refused(tmp_path):
     rewrite_metadata(folder, lambda m: setattr(m, "state_dict_metadata", ["not", "a", "dict"]))
     with pytest.raises(check.DcpError, match="state_dict_metadata is not a dict"):
         check.read(folder)
+
+
+def test_with_torch_load_every_item_of_a_dcp_directory_is_loaded_by_torch_too(tmp_path):
+    info = accept.with_torch(accept.checkpoint(saved(tmp_path)))
+    assert info.checked_by == (accept.TORCH_FREE, accept.TORCH_LOAD)

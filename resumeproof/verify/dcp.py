@@ -132,13 +132,16 @@ def check_files(folder: Path, layout: Layout) -> dict[str, list[Item]]:
     return by_file
 
 
-def check_data_file(path: Path) -> int:
-    """A data file judged against the `.metadata` beside it, each item by the weights_only check; its tensors."""
+def check_data_file(path: Path, with_torch: bool = False) -> int:
+    """A data file judged against the `.metadata` beside it, each item by the weights_only check (and by
+    torch.load(weights_only=True) itself `with_torch`); its tensors."""
     items = check_files(path.parent, read(path.parent))[path.name]
     data, tensors = path.read_bytes(), 0
     for item in items:
         try:
             tensors += weights_only.check(path, data[item.offset : item.offset + item.length]).tensors
+            if with_torch:
+                weights_only.check_with_torch(path, data[item.offset : item.offset + item.length])
         except weights_only.WeightsOnlyError as err:
             reason = str(err).removeprefix(f"{path}: ")
             raise DcpError(f"{path}: item {item.fqn} at byte {item.offset}: {reason}") from None
