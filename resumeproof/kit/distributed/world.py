@@ -77,7 +77,10 @@ def session(prog: str, debug: bool, options: Options) -> Iterator[World | None]:
     except SystemExit as done:
         code = done.code if isinstance(done.code, int) else EXIT_ERROR
     except BaseException as err:  # a collective that failed, DCP's CheckpointException (a BaseException) ...
-        traceback.print_exc() if debug else print(f"{name(prog)}: failed: {_said(err)}", file=sys.stderr)
+        if debug:
+            traceback.print_exc()
+        else:
+            print(f"{name(prog)}: failed: {_said(err)}", file=sys.stderr)
         code = 1
     finally:
         sys.stdout.flush()
