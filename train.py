@@ -3,11 +3,13 @@
     python -B train.py --steps 10 --output runs/continuous
     python -B train.py --steps 5 --output runs/interrupted
     python -B train.py --steps 5 --output runs/resumed --resume runs/interrupted/checkpoint.pt
+    torchrun --standalone --nproc-per-node 2 train.py --steps 10 --output runs/w2   # DDP over gloo, DCP checkpoint
 
 It speaks resume-protocol/1 (docs/protocol.md) through the trainer kit (docs/kit.md) and nothing
 else. Network 2 -> 8 -> 1 with tanh and dropout (33 parameters), Adam, StepLR. Randomness from
 Python's random (a gain per batch), NumPy PCG64 (input noise, epoch permutations) and torch's
-default generator (initial weights, dropout masks); every draw covers the whole batch.
+default generator (initial weights, dropout masks); every draw covers the whole batch, so that under
+torchrun every rank draws the same global batch and computes its rows of it (docs/distributed.md).
 """
 
 import os
@@ -19,6 +21,7 @@ os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,15 +32,18 @@ import torch
 from torch import nn
 
 from resumeproof import kit
-from resumeproof.kit import flat, layout, pivot, resume
+from resumeproof.kit import flat, layout, pivot
 
 HERE = Path(__file__).resolve().parent
 DATA_FILE = HERE / "data" / "synthetic.csv"
 # The code identity: this file and the kit modules that decide what it computes or restores.
-KIT_CODE = ("generators", "layout", "data", "torch_setup", "pivot", "resume")
+KIT_CODE = (
+    "generators", "layout", "data", "torch_setup", "pivot", "resume",
+    "distributed/reduce", "distributed/tree", "distributed/state",  # what a torchrun run computes and restores
+)  # fmt: skip
 CODE = [Path(__file__).resolve(), *(HERE / "resumeproof" / "kit" / f"{name}.py" for name in KIT_CODE)]
 GENERATORS = ("python", "numpy", "torch")
-PARTS = layout.parts(GENERATORS)  # what --omit may name
+PARTS = (*layout.parts(GENERATORS), *kit.distributed.RANK_PARTS)  # what --omit may name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +75,7 @@ class Options:
     resume_flat: Path | None = None  # start from a flat file of weights and Adam moments (not enough)
     accept_foreign: bool = False  # --override-identity: resume a checkpoint of other code, data or versions
     pivot: dict[str, float]  # --pivot KEY=VALUE: a deliberate, recorded change on resume
+    distributed: kit.distributed.Options  # under torchrun: --reduction, --dist-timeout
 
 
 def load_data(exp: Experiment) -> tuple[torch.Tensor, torch.Tensor]:
@@ -91,7 +98,7 @@ class Net(nn.Module):
         return self.out(h if keep is None else h * keep)
 
 
-def build(exp: Experiment) -> layout.Training:
+def build(exp: Experiment, prepare: Callable[[nn.Module], None] = lambda model: None) -> layout.Training:
     torch.manual_seed(exp.seed)  # the initial weights, then the dropout masks
     gens = kit.Generators(
         python=random.Random(exp.seed),
@@ -99,6 +106,7 @@ def build(exp: Experiment) -> layout.Training:
         torch=torch.default_generator,
     )
     model = Net(exp)
+    prepare(model)  # under torchrun: DDP, or FSDP2 sharding the parameters before the optimizer sees them
     optimizer = torch.optim.Adam(model.parameters(), lr=exp.lr)
     # The scheduler must exist before optimizer.load_state_dict(): its constructor writes the
     # initial lr into the param groups and would overwrite a restored one.
@@ -107,19 +115,23 @@ def build(exp: Experiment) -> layout.Training:
     return layout.Training(model=model, optimizer=optimizer, scheduler=scheduler, generators=gens, order=order)
 
 
-def train_step(exp: Experiment, t: layout.Training, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+def train_step(
+    exp: Experiment, t: layout.Training, x: torch.Tensor, y: torch.Tensor, par: kit.distributed.Parallel
+) -> dict[str, Any]:
     rows = t.order.take(exp.batch, t.generators["numpy"])
     noise = torch.from_numpy(t.generators["numpy"].normal(0.0, exp.input_noise, size=(exp.batch, exp.inputs)))
     gain = 1.0 + t.generators["python"].uniform(-exp.gain_jitter, exp.gain_jitter)
     keep = (torch.rand(exp.batch, exp.hidden) >= exp.dropout) / (1.0 - exp.dropout)
+    inputs, targets = (x[rows] + noise) * gain, y[rows]
     lr = t.optimizer.param_groups[0]["lr"]
     t.optimizer.zero_grad()
-    loss = nn.functional.mse_loss(t.model((x[rows] + noise) * gain, keep), y[rows])
-    loss.backward()
+    # The mean loss of the rows `part` of the global batch, with `module`: all of them in one process,
+    # this rank's share under torchrun (or one row at a time for the canonical reduction).
+    loss = par.backward(lambda module, part: nn.functional.mse_loss(module(inputs[part], keep[part]), targets[part]))
     t.optimizer.step()
     t.scheduler.step()
     t.step += 1
-    return kit.record(t.step, rows, lr, loss.item())
+    return kit.record(t.step, rows, lr, loss)
 
 
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
@@ -128,16 +140,17 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict[str, An
     return {"mse": nn.functional.mse_loss(predictions, y).item(), "predictions": predictions.flatten()}
 
 
-def run(exp: Experiment, args: kit.ProtocolArgs, opts: Options) -> None:
+def run(exp: Experiment, args: kit.ProtocolArgs, opts: Options, world: kit.distributed.World | None) -> None:
     started = time.perf_counter()
     if not args.resume_auto:
         kit.refuse_existing(args.output)  # first, so that a refused run leaves nothing behind
     setup = kit.configure_torch()
     x, y = load_data(exp)
-    t = build(exp)
+    par = kit.distributed.parallel(world, opts.distributed, exp.batch)  # one process, or this rank of W
+    t = build(exp, par.prepare)
     config, identity = asdict(exp), kit.identity(CODE, [DATA_FILE])
     expected = layout.Expected.of(t, config, identity, exp.batch, pivot.changed_keys(opts.pivot))
-    run_dir, start = resume.begin(args, t, expected, warn, opts.accept_foreign, opts.pivot)
+    run_dir, start = par.begin(args, t, expected, warn, opts.accept_foreign, opts.pivot)
     if opts.resume_flat is not None:
         flat.restore(flat.read(opts.resume_flat), t.model, t.optimizer)
         start = replace(start, source=opts.resume_flat)
@@ -147,10 +160,10 @@ def run(exp: Experiment, args: kit.ProtocolArgs, opts: Options) -> None:
     ready = time.perf_counter()
 
     def save(path: Path) -> str:
-        return kit.save_checkpoint(path, layout.capture(t, config, identity, list(start.provenance)))
+        return par.save(path, t, config, identity, list(start.provenance))  # under torchrun: a DCP directory
 
     for i in range(steps):
-        record = train_step(exp, t, x, y) | (start.marks if i == 0 else {})
+        record = train_step(exp, t, x, y, par) | (start.marks if i == 0 else {})
         t.history.append(record)
         run_dir.log(record)
         if run_dir.after_update(t.step, save):
@@ -159,7 +172,7 @@ def run(exp: Experiment, args: kit.ProtocolArgs, opts: Options) -> None:
     trained = time.perf_counter()
     digest = run_dir.finish(save)
     written = time.perf_counter()
-    kit.write_summary(
+    par.write_summary(  # under torchrun: rank 0, once every rank is done
         args.output,
         step=t.step,
         history=t.history,
@@ -178,6 +191,7 @@ def run(exp: Experiment, args: kit.ProtocolArgs, opts: Options) -> None:
             "versions": kit.versions(), "identity": identity, "threads": setup.threads, "dtype": setup.dtype,
             "device": "cpu", "torch_setup": setup.path,
             "seconds": {"setup": ready - started, "train": trained - ready, "checkpoint": written - trained},
+            **par.meta(),  # under torchrun: world size, backend, reduction, worker pids
         },
     )  # fmt: skip
     run_dir.close()
@@ -197,19 +211,23 @@ def warn(message: str) -> None:
     "--pivot", "pivots", multiple=True, metavar="KEY=VALUE",
     help=f"Change the experiment on resume (recorded): {', '.join(pivot.PIVOTS)}.",
 )  # fmt: skip
+@kit.distributed.click_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-def main(protocol: kit.ProtocolArgs, resume_flat, seed, hidden, override_identity, pivots, debug) -> None:
+def main(protocol: kit.ProtocolArgs, resume_flat, seed, hidden, override_identity, pivots, distributed, debug) -> None:
     """Train the reference experiment and write a complete, fingerprinted checkpoint.
 
     SIGTERM: finish the update, write a checkpoint, stop (exit 0). SIGUSR1: write one and carry on.
     """
     if resume_flat is not None and (protocol.resume is not None or protocol.resume_auto):
         raise click.UsageError("give --resume or --resume-flat, not both")
-    with kit.exit_on_error("train.py", debug):
+    with kit.distributed.session("train.py", debug, distributed) as world:  # under torchrun: the gloo group
+        if resume_flat is not None and world is not None:
+            raise kit.ResumeproofError("--resume-flat: a flat file resumes one process, not a torchrun group")
         changes = pivot.parse(pivots)
-        opts = Options(resume_flat=resume_flat, accept_foreign=override_identity, pivot=changes)
+        opts = Options(resume_flat=resume_flat, accept_foreign=override_identity, pivot=changes,
+                       distributed=distributed)  # fmt: skip
         exp = Experiment(seed=seed, hidden=hidden)
-        run(replace(exp, lr=changes["lr"]) if "lr" in changes else exp, protocol, opts)
+        run(replace(exp, lr=changes["lr"]) if "lr" in changes else exp, protocol, opts, world)
 
 
 if __name__ == "__main__":

@@ -39,9 +39,10 @@ def raw_write(path: Path, data: bytes) -> float:
 
 def measure(hidden: int, directory: Path) -> tuple[int, int, float, float]:
     exp = train.Experiment(hidden=hidden)
-    t = train.build(exp)
+    par = train.kit.distributed.parallel(None, train.kit.distributed.Options(), exp.batch)  # one process
+    t = train.build(exp, par.prepare)
     x, y = train.load_data(exp)
-    t.history.append(train.train_step(exp, t, x, y))
+    t.history.append(train.train_step(exp, t, x, y, par))
     identity = train.kit.identity(train.CODE, [train.DATA_FILE])
     path = directory / f"checkpoint-{hidden}.pt"
     raw = raw_write(directory / f"raw-{hidden}-before.bin", bytes(_size_hint(hidden)))  # same disk, same size

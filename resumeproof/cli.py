@@ -63,6 +63,10 @@ def main() -> None:
 @click.option(
     "--train-cmd", default=DEFAULT_TRAIN_CMD, help="Training command (docs/protocol.md).  [default: train.py]"
 )
+@click.option(
+    "--resume-cmd", metavar="CMD",
+    help="Command of every resuming process (e.g. torchrun at another world size).  [default: --train-cmd]",
+)  # fmt: skip
 @click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores", help="At once.")
 @click.option(
     "--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
@@ -97,7 +101,7 @@ def main() -> None:
 )  # fmt: skip
 @_debug_option
 def verify(
-    output, steps, interrupt_at, atol, train_cmd, jobs, timeout, faults, segments, check_cadence, plot,
+    output, steps, interrupt_at, atol, train_cmd, resume_cmd, jobs, timeout, faults, segments, check_cadence, plot,
     allow_unsafe_pickle, allow_opaque, torch_load, junit_xml, summary_md, debug,
 ) -> None:  # fmt: skip
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
@@ -116,6 +120,7 @@ def verify(
         segments=_parsed(lambda: options.parse_segments(segments, steps)), infer_points=interrupt_at == EPOCHS,
         cadence=1 if check_cadence else 0, plot=plot,
         allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
+        resume_cmd=_parsed(lambda: options.parse_train_cmd(resume_cmd, "--resume-cmd")) if resume_cmd else None,
     )  # fmt: skip
     out = report.console()
     with exit_on_error(_prog(), debug):
@@ -150,15 +155,19 @@ def _ci_reports(junit_xml: Path | None, summary_md: Path | None, document: dict[
     "--train-cmd", default=DEFAULT_TRAIN_CMD,
     help="Training command supporting --resume auto --until-step --checkpoint-every --pace.  [default: train.py]",
 )  # fmt: skip
+@click.option(
+    "--kill", type=click.Choice(("process", "rank")), default="process", show_default=True,
+    help="process: signal the trainer; rank: SIGKILL one worker of a torchrun --max-restarts launch.",
+)  # fmt: skip
 @_debug_option
-def chaos(output, kills, steps, checkpoint_every, seed, pace, timeout, train_cmd, debug) -> None:
+def chaos(output, kills, steps, checkpoint_every, seed, pace, timeout, train_cmd, kill, debug) -> None:
     """Kill, stop and snapshot a long run at random instants; it must lose nothing."""
     from resumeproof.verify import chaos as supervisor
     from resumeproof.verify import report
 
     settings = supervisor.Settings(
         output=output, train=shlex.split(_parsed(lambda: options.parse_train_cmd(train_cmd))), kills=kills,
-        steps=steps, checkpoint_every=checkpoint_every, seed=seed, pace=pace, timeout=timeout,
+        steps=steps, checkpoint_every=checkpoint_every, seed=seed, pace=pace, timeout=timeout, kill=kill,
     )  # fmt: skip
     out = report.console()
     with exit_on_error(_prog(), debug), out.status(f"chaos: {kills} signals into a run of {steps} steps"):

@@ -4,6 +4,7 @@ import builtins
 import functools
 import json
 import os
+import pickle
 import shlex
 import subprocess
 import sys
@@ -32,6 +33,18 @@ def code_that_touches(how: str, marker: Path) -> RunsCode:
     if how == "os.system":
         return RunsCode(os.system, f"touch {shlex.quote(str(marker))}")
     return RunsCode(builtins.exec, f"open({str(marker)!r}, 'w').close()")
+
+
+def rewrite_metadata(folder: Path, change: Callable[[Any], object]) -> None:
+    """Change a DCP checkpoint's (trusted, just written) `.metadata` object and write it back with a matching
+    sidecar: an attacker who can write the checkpoint can write its sidecar too."""
+    from resumeproof.common import manifest
+
+    path = folder / ".metadata"
+    metadata = pickle.loads(path.read_bytes())
+    change(metadata)
+    path.write_bytes(pickle.dumps(metadata, protocol=4))
+    manifest.write(folder)
 
 
 @functools.cache

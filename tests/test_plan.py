@@ -36,6 +36,18 @@ def test_the_default_plan_is_the_protocols_four_trajectories():
     assert p[0].expectation is None  # the continuous run is the reference
 
 
+def test_every_resuming_trajectory_and_only_those_run_the_resume_command():
+    p = plan.build(settings(resume_cmd="r --w 4", faults=("model",), segments=((3, 7),), cadence=1))
+    resuming = {t.name for t in p if t.argv[0] == "r"}
+    assert resuming == {"resumed", "resumed-no-rng", "fault-model", "chain1-seg2"}
+    assert all(t.argv[:2] == ["r", "--w"] for t in p if t.name in resuming)
+    assert all(t.argv[0] == "t" and not t.after for t in p if t.name not in resuming)
+
+
+def test_without_a_resume_command_resumes_run_the_training_command():
+    assert {t.argv[0] for t in plan.build(settings(faults=("model",)))} == {"t"}
+
+
 def test_faults_resume_from_the_primary_point_and_may_report_any_step():
     p = plan.build(settings(points=(5, 2), faults=("model", "data")))
     faults = [t for t in p if t.expectation and t.expectation.is_fault]

@@ -12,7 +12,7 @@ This side imports torch; the verifier (`resumeproof.verify`) never does.
 """
 
 from resumeproof.common.errors import ResumeproofError, exit_on_error, refuse_existing
-from resumeproof.kit import flags, layout, pivot, resume
+from resumeproof.kit import distributed, flags, layout, pivot, resume
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.checkpoint import load as load_checkpoint
 from resumeproof.kit.checkpoint import load_directory as load_checkpoint_dir
@@ -29,7 +29,7 @@ from resumeproof.kit.torch_setup import configure as configure_torch
 
 __all__ = [
     "CheckpointError", "Generators", "ProtocolArgs", "ProtocolRun", "ResumeproofError", "RunDir", "ShuffledOrder",
-    "configure_torch", "exit_on_error", "flags", "identity", "layout", "load_checkpoint", "load_checkpoint_dir",
-    "pivot", "record", "refuse_existing", "resume", "save_checkpoint", "save_checkpoint_dir", "start", "to_json",
-    "versions", "write_summary",
+    "configure_torch", "distributed", "exit_on_error", "flags", "identity", "layout", "load_checkpoint",
+    "load_checkpoint_dir", "pivot", "record", "refuse_existing", "resume", "save_checkpoint", "save_checkpoint_dir",
+    "start", "to_json", "versions", "write_summary",
 ]  # fmt: skip

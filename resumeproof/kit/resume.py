@@ -52,19 +52,23 @@ def begin(
         )
     else:
         found = (args.resume, load(args.resume)) if args.resume else None
-    start = _restore(found, t, args.omit, pivots or {})
+    start = continue_from(found, t, args.omit, pivots or {})
     if not args.resume_auto:
         run_dir = RunDir.create(args.output, args.checkpoint_every, args.keep)
     return run_dir, start
 
 
-def _restore(found: tuple[Path, Loaded] | None, t: layout.Training, omit: frozenset[str], pivots: dict) -> Start:
+def continue_from(
+    found: tuple[Path, Loaded] | None, t: layout.Training, omit: frozenset[str], pivots: dict,
+    restore: Callable[[dict[str, Any], layout.Training, frozenset[str]], list[str]] = layout.restore,
+) -> Start:  # fmt: skip
+    """Restore a validated state (all but the generators, with `restore`), apply a pivot, mark the first record."""
     if found is None:
         if pivots:
             raise ResumeproofError("--pivot changes a resumed run; there is nothing to resume here")
         return Start()
     source, (state, foreign) = found
-    names = layout.restore(state, t, omit)
+    names = restore(state, t, omit)
     changed = pivot.apply_lr(pivots["lr"], t.optimizer, t.scheduler) if "lr" in pivots else {}
     provenance = tuple(state.get(layout.PROVENANCE, [])) + (({"step": t.step, "pivot": changed},) if changed else ())
     # Both go into a compared record, so that such a run is never concordant with an unchanged one.

@@ -16,6 +16,7 @@ of its name.
 
 import fcntl
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -64,7 +65,7 @@ class RunDir:
             raise RunDirError(f"--output {path}: not a run directory (holds {', '.join(strangers[:3])}); refusing")
         run = cls(path, _lock(path), every, keep)
         for stale in [p for p in path.iterdir() if runfiles.TEMPORARY.fullmatch(p.name)]:
-            stale.unlink()
+            _remove(stale)
             warn(f"removed {stale}, left by an interrupted write")
         found = _newest_valid(path, load, step_of, warn)
         if found is None and (runfiles.generations(path) or (path / protocol.CHECKPOINT).exists()):
@@ -107,7 +108,7 @@ def prune(run: Path, keep: int) -> list[Path]:
     removed = [path for _, path in runfiles.generations(run)[keep:]]
     for path in removed:
         fingerprint.sidecar(path).unlink(missing_ok=True)
-        path.unlink()
+        _remove(path)
     if removed:
         fingerprint.fsync_dir(run)
     return removed
@@ -133,6 +134,14 @@ def _newest_valid(
         except CheckpointError as err:
             warn(f"skipping {err}")
     return None
+
+
+def _remove(path: Path) -> None:
+    """A file, or a directory checkpoint (a DCP save) with everything in it."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def _lock(run: Path) -> TextIO:

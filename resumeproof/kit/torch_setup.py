@@ -42,7 +42,8 @@ def configure(threads: int = 1, dtype: torch.dtype = torch.float64, shortcuts: b
     set_flag = getattr(torch._C, "_set_deterministic_algorithms", None)
     if shortcuts and shortcuts_allowed() and set_flag is not None:
         set_flag(True)
-        _skip_dynamo_import()
+        if "RANK" not in os.environ:  # under torchrun, DDP and FSDP2 use TorchDynamo itself (torch._dynamo.utils)
+            _skip_dynamo_import()
         path = SHORTCUTS
     else:
         torch.use_deterministic_algorithms(True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from resumeproof.common import fingerprint, manifest, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.verify import weights_only
+from resumeproof.verify import dcp, weights_only
 from resumeproof.verify.files import NONE_ALLOWED, Allowances, FileInfo, classify, refusal
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.summary import read_summary
@@ -139,6 +139,9 @@ def with_torch(info: CheckpointInfo) -> CheckpointInfo:
     try:
         for path in paths:
             weights_only.check_with_torch(path)
+        for f in info.files:
+            if f.kind == "dcp-data":  # every item of a DCP data file, as FileSystemReader loads it
+                dcp.check_data_file(info.path / f.path, with_torch=True)
     except ResumeproofError as err:
         raise TrajectoryError(str(err)) from None
     return replace(info, checked_by=(*info.checked_by, TORCH_LOAD))

@@ -7,8 +7,13 @@ death it checks that a valid generation exists (fingerprint and weights_only che
 file name) and restarts the trainer, until the run reaches its final step. Then the final
 summary must be concordant with a continuous run, and loss.jsonl must hold exactly one
 authoritative record per step, equal to the continuous history.
+
+With `kill="rank"` the command is a torchrun launch with `--max-restarts`: the supervisor SIGKILLs
+one worker rank (from the pids the group's start line lists) at each instant, torchrun restarts
+the whole group, and the group resumes in place from the newest complete checkpoint.
 """
 
+import os
 import random
 import signal
 import subprocess
@@ -18,13 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import fingerprint, losslog, protocol, runfiles
+from resumeproof.common import losslog, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError, refuse_existing
-from resumeproof.verify import weights_only
+from resumeproof.verify import accept
 from resumeproof.verify.compare import compare_keys, merge
 from resumeproof.verify.summary import read_summary
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)
+PROCESS, RANK = "process", "rank"  # what a kill targets: the trainer, or one worker of a torchrun group
+# torchrun's workers otherwise reuse the previous attempt's store without a prefix and a restarted
+# group often fails to connect (pytorch#135712); with it, each attempt gets a store of its own.
+RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
 RECORD_KEYS = tuple(protocol.RECORD_KEYS)  # what every history record holds: step, rows, lr, loss
 
 
@@ -41,7 +50,8 @@ class Settings:
     checkpoint_every: int
     seed: int  # of the instants and signals: the same seed, the same schedule
     pace: float  # seconds the trainer sleeps after each update, so instants land inside training
-    timeout: float  # per trainer process
+    timeout: float  # per trainer process (per group start, with kill="rank")
+    kill: str = PROCESS  # PROCESS: signal the trainer; RANK: SIGKILL one rank, torchrun restarts the group
 
 
 @dataclass
@@ -61,6 +71,11 @@ def run(s: Settings) -> dict[str, Any]:
     while True:
         seen = len(losslog.read(run_dir / losslog.NAME)[0])  # a reused pid must not match an old start
         proc = _start(s, _trainer_argv(s, run_dir), f"run-{outcome.starts}")
+        if s.kill == RANK:
+            _strike_ranks(s, proc, run_dir, seen, chooser, outcome)
+            if _final(run_dir, s.steps):
+                break
+            continue
         outcome.starts += 1
         if not _wait_until_running(run_dir, proc, seen, s.timeout):  # it ended before it could be signalled
             if proc.returncode != 0:
@@ -83,15 +98,64 @@ def run(s: Settings) -> dict[str, Any]:
                 break
         if _wait(proc, s.timeout) != 0 and proc.returncode != -signal.SIGKILL:
             raise ChaosError(f"trainer start {outcome.starts} exited with {proc.returncode} (log: {_log(s, outcome)})")
-        if _valid_newest(run_dir) is not None:
-            outcome.seen_generation = True
-        elif outcome.seen_generation:
-            outcome.missing_generation.append(len(outcome.kills))
+        _check_generation(run_dir, outcome)
         if _final(run_dir, s.steps):
             break
     if _wait(continuous, s.timeout) != 0:
         raise ChaosError(f"the continuous reference run failed (log: {s.output / 'logs' / 'continuous.log'})")
     return _report(s, outcome, run_dir, reference)
+
+
+def _strike_ranks(s: Settings, proc: subprocess.Popen, run_dir: Path, seen: int, chooser: random.Random,
+                  outcome: Outcome) -> None:  # fmt: skip
+    """SIGKILL one worker rank per instant; torchrun restarts the group, which logs a new start line."""
+    while True:
+        started = _start_line(run_dir, proc, seen, s.timeout)
+        if started is None:  # torchrun ended
+            break
+        outcome.starts += 1
+        seen = len(losslog.read(run_dir / losslog.NAME)[0])
+        if len(outcome.kills) >= s.kills:
+            break
+        # A restart costs seconds: let the group get 0 to 3 updates beyond its start, so that kills land
+        # at many steps, and not all inside the first save of every restarted group.
+        target = min(started["from_step"] + chooser.randint(0, 3), s.steps - 1)
+        _until_step(run_dir, proc, seen, target, s.timeout)
+        aim = chooser.choice(("training", "writing"))
+        if aim == "writing":
+            _until_writing(run_dir, proc, 2 * s.pace + 1.0)
+        else:
+            time.sleep(chooser.uniform(0, 1.5 * s.pace))
+        phase = "writing" if _writing(run_dir) else "training"
+        rank = chooser.randrange(len(started["workers"]))
+        try:
+            os.kill(started["workers"][rank], signal.SIGKILL)
+        except ProcessLookupError:  # the group finished first
+            break
+        outcome.kills.append({"signal": "SIGKILL", "phase": phase, "step": _logged_step(run_dir), "rank": rank})
+        _check_generation(run_dir, outcome)
+    if _wait(proc, s.timeout) != 0:
+        raise ChaosError(
+            f"torchrun exited with {proc.returncode} after {len(outcome.kills)} kills; it needs --max-restarts "
+            f"of at least --kills (log: {s.output / 'logs' / 'run-0.log'})"
+        )
+
+
+def _until_step(run_dir: Path, proc: subprocess.Popen, seen: int, step: int, seconds: float) -> None:
+    """Until an update at or beyond `step` is logged after entry `seen` (or the process ends)."""
+    deadline = time.monotonic() + seconds
+    while proc.poll() is None and time.monotonic() < deadline:
+        logged = [e["step"] for e in losslog.read(run_dir / losslog.NAME)[0][seen:] if "loss" in e]
+        if max(logged, default=-1) >= step:
+            return
+        time.sleep(0.005)
+
+
+def _check_generation(run_dir: Path, outcome: Outcome) -> None:
+    if _valid_newest(run_dir) is not None:
+        outcome.seen_generation = True
+    elif outcome.seen_generation:
+        outcome.missing_generation.append(len(outcome.kills))
 
 
 def _trainer_argv(s: Settings, run_dir: Path) -> list[str]:
@@ -103,7 +167,8 @@ def _trainer_argv(s: Settings, run_dir: Path) -> list[str]:
 
 def _start(s: Settings, argv: list[str], name: str) -> subprocess.Popen:
     with open(s.output / "logs" / f"{name}.log", "wb") as log:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        env = {**os.environ, **RESTART_ENV}
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
 def _log(s: Settings, outcome: Outcome) -> Path:
@@ -121,13 +186,20 @@ def _wait(proc: subprocess.Popen, timeout: float) -> int:
 
 def _wait_until_running(run_dir: Path, proc: subprocess.Popen, seen: int, timeout: float) -> bool:
     """Until this process has logged its start (after start-up, right before its loop)."""
+    return _start_line(run_dir, proc, seen, timeout) is not None and proc.poll() is None
+
+
+def _start_line(run_dir: Path, proc: subprocess.Popen, seen: int, timeout: float) -> dict[str, Any] | None:
+    """The first start line after `seen` logged by this process or by a worker it launched (torchrun's
+    rank 0 names its parent); None if the process ended first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        started = [e for e in losslog.read(run_dir / losslog.NAME)[0][seen:] if e.get("pid") == proc.pid]
+        entries = losslog.read(run_dir / losslog.NAME)[0][seen:]
+        started = [e for e in entries if e.get("event") == "start" and proc.pid in (e.get("pid"), e.get("parent"))]
         if started:
-            return proc.poll() is None
+            return started[0]
         if proc.poll() is not None:
-            return False
+            return None
         time.sleep(0.01)
     raise ChaosError(f"trainer pid {proc.pid} did not start within {timeout:g} s")
 
@@ -148,11 +220,11 @@ def _logged_step(run_dir: Path) -> int:
 
 
 def _valid_newest(run_dir: Path) -> Path | None:
-    """The newest generation that passes the fingerprint and the weights_only check."""
+    """The newest generation that passes the fingerprint and the weights_only check (a directory: its
+    sidecar and every file's kind, a DCP one its `.metadata` and every item)."""
     for _, path in runfiles.generations(run_dir):
         try:
-            fingerprint.verify(path)
-            weights_only.check(path)
+            accept.checkpoint(path)
             return path
         except ResumeproofError:
             continue
@@ -192,5 +264,6 @@ def _report(s: Settings, outcome: Outcome, run_dir: Path, reference: Path) -> di
         "kills_without_valid_generation": outcome.missing_generation,
         "settings": {
             "kills": s.kills, "steps": s.steps, "checkpoint_every": s.checkpoint_every, "seed": s.seed, "pace": s.pace,
+            "kill": s.kill,
         },
     }  # fmt: skip

@@ -4,6 +4,10 @@
 - `safetensors`: an 8-byte header length, a JSON header, every tensor inside the file. Safe.
 - `json`, `text`: UTF-8 JSON, or UTF-8 text without NUL bytes. Safe.
 - `plain-pickle`: a pickle that references no global at all: there is nothing it could call. Safe.
+- `dcp-metadata`: a torch.distributed.checkpoint `.metadata` whose globals are all in the DCP allowlist,
+  naming no non-tensor item, of a valid structure (verify/dcp.py). Safe.
+- `dcp-data`: a DCP data file `__R_N.distcp` beside a valid `.metadata`, tiled exactly by the items it
+  describes, each a torch.save archive the weights_only check accepts. Safe.
 - `pickle`: a pickle, bare or as a torch archive's data.pkl, that needs globals outside weights_only's
   allowlist: it can run code when loaded. Refused unless allowed.
 - `opaque`: anything else; the verifier cannot tell how the trainer reads it. Refused unless allowed.
@@ -21,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resumeproof.verify import weights_only
+from resumeproof.common import dcp as dcp_names
+from resumeproof.verify import dcp, weights_only
 
-SAFE = ("torch", "safetensors", "json", "text", "plain-pickle")
+SAFE = ("torch", "safetensors", "json", "text", "plain-pickle", "dcp-metadata", "dcp-data")
 PICKLE_PROTOCOLS = range(2, 6)
 SAFETENSORS_HEADER_MAX = 100 * 1024 * 1024  # what the safetensors library itself accepts
 
@@ -36,6 +41,7 @@ class FileInfo:
     tensors: int | None = None  # torch archives
     globals: tuple[str, ...] = ()  # pickles: what loading would import and call
     allowed_by: str | None = None  # the --allow-* pattern that let an unsafe file through
+    why: str | None = None  # a DCP file's refusal, for the message (not in verification.json)
 
     @property
     def refused(self) -> bool:
@@ -65,6 +71,9 @@ NONE_ALLOWED = Allowances()
 
 def classify(path: Path, name: str, sha256: str, allow: Allowances) -> FileInfo:
     """The kind of the file at `path` (`name` inside its checkpoint), with the allowance that let it through."""
+    if path.name == dcp_names.METADATA or dcp_names.DATA_FILE.fullmatch(path.name):
+        kind, tensors, found, why = _dcp(path)
+        return FileInfo(name, sha256, kind, tensors, found, allow.pattern_for(kind, name), why)
     with open(path, "rb") as f:
         head = f.read(8)
     kind, tensors, found = _kind(path, head)
@@ -73,6 +82,9 @@ def classify(path: Path, name: str, sha256: str, allow: Allowances) -> FileInfo:
 
 def refusal(info: FileInfo) -> str:
     """Why a refused file is refused, in one line naming it."""
+    if info.why is not None:
+        option = "--allow-unsafe-pickle" if info.kind == "pickle" else "--allow-opaque"
+        return f"{info.path}: {info.why}; allow it explicitly with {option} '{info.path}'"
     if info.kind == "pickle":
         shown = ", ".join(info.globals[:6]) + (", ..." if len(info.globals) > 6 else "")
         return (
@@ -80,6 +92,19 @@ def refusal(info: FileInfo) -> str:
             f"allow it explicitly with --allow-unsafe-pickle '{info.path}'"
         )
     return f"{info.path}: cannot tell what it holds; allow it explicitly with --allow-opaque '{info.path}'"
+
+
+def _dcp(path: Path) -> tuple[str, int | None, tuple[str, ...], str | None]:
+    """A DCP file: its `.metadata`, or a data file judged against the `.metadata` beside it."""
+    try:
+        if path.name == dcp_names.METADATA:
+            dcp.check_files(path.parent, dcp.read(path.parent))
+            return "dcp-metadata", None, (), None
+        return "dcp-data", dcp.check_data_file(path), (), None
+    except (dcp.DcpError, weights_only.WeightsOnlyError) as err:
+        found = getattr(err, "globals", ())
+        why = str(err).replace(f"{path.parent}/", "")
+        return ("pickle" if found else "opaque"), None, found, why
 
 
 def _kind(path: Path, head: bytes) -> tuple[str, int | None, tuple[str, ...]]:

@@ -38,7 +38,8 @@ def build(s: Settings, continuous: Trajectory | None = None) -> list[Trajectory]
         name: str, steps: int, reports: int | None, expect: Expectation | None, extra: Sequence[str] = (),
         after: str | None = None, prepare: tuple[tuple[str, ...], ...] = (),
     ) -> None:  # fmt: skip
-        argv = [*s.command, "--steps", str(steps), "--output", str(s.output / name), *extra]
+        command = s.resume_command if after else s.command  # a process that resumes runs --resume-cmd
+        argv = [*command, "--steps", str(steps), "--output", str(s.output / name), *extra]
         log = s.output / "logs" / f"{name}.log"
         plan.append(Trajectory(name, argv, s.output / name, log, (after,) if after else (), prepare, expect, reports))
 

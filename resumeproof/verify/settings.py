@@ -40,6 +40,7 @@ class Settings:
     cadence: int = 0  # also run continuous with --checkpoint-every CADENCE (0: no)
     plot: bool = False  # write verification.png
     allow: Allowances = NONE_ALLOWED  # checkpoint files accepted although they can run code or cannot be read
+    resume_cmd: str | None = None  # --resume-cmd: what every resuming process runs instead (another world size)
 
     @property
     def primary(self) -> int:
@@ -50,13 +51,18 @@ class Settings:
     def command(self) -> list[str]:
         return shlex.split(self.train_cmd)
 
+    @property
+    def resume_command(self) -> list[str]:
+        """The command of every process that resumes a checkpoint: --resume-cmd, else --train-cmd."""
+        return shlex.split(self.resume_cmd or self.train_cmd)
 
-def parse_train_cmd(train_cmd: str) -> str:
+
+def parse_train_cmd(train_cmd: str, flag: str = "--train-cmd") -> str:
     try:
         if not shlex.split(train_cmd):
-            raise SettingsError("--train-cmd", "is empty")
+            raise SettingsError(flag, "is empty")
     except ValueError as err:
-        raise SettingsError("--train-cmd", f"{train_cmd!r}: {err}") from None
+        raise SettingsError(flag, f"{train_cmd!r}: {err}") from None
     return train_cmd
 
 

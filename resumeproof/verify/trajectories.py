@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.verify import failure
 from resumeproof.verify.expectation import Expectation
 
 QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
@@ -85,11 +86,11 @@ def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Any]) -> 
         for step in t.prepare:
             code = _spawn_and_wait(list(step), t.log, timeout)
             if code != 0:
-                said = _last_line(t.log)
+                said = failure.said(t.log)
                 raise TrajectoryError(f"prerequisite `{shlex.join(step)}` exited with status {code}: {said}")
         t.exit_code = _spawn_and_wait(t.argv, t.log, timeout)
         if t.exit_code != 0:
-            said = _last_line(t.log)
+            said = failure.said(t.log)
             raise TrajectoryError(f"exited with status {t.exit_code}{': ' + said if said else ''} (log: {t.log})")
         t.accepted = accept(t)
     except TrajectoryError as err:
@@ -97,14 +98,6 @@ def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Any]) -> 
     finally:
         t.seconds = time.perf_counter() - (t.started or time.perf_counter())
     return t.error
-
-
-def _last_line(log: Path) -> str:
-    """What a failed process said last: usually the reason (a usage error, an exception)."""
-    with open(log, "rb") as f:
-        f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
-        lines = [line.strip() for line in f.read().decode(errors="replace").splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
 
 
 def _spawn_and_wait(argv: list[str], log_path: Path, timeout: float) -> int:

@@ -40,6 +40,7 @@ def verify(s: Settings, out: Console) -> dict[str, Any]:
         "error": error,
         "protocol": protocol.PROTOCOL,
         "train_cmd": s.train_cmd,
+        "resume_cmd": s.resume_cmd,
         "steps": s.steps,
         "interrupt_at": list(s.points),
         "segments": [list(chain) for chain in s.segments],

@@ -1,5 +1,6 @@
 """torch.load(weights_only=True) itself, for audits that want the real loader: it imports torch (about 1.3 s)."""
 
+import io
 from pathlib import Path
 
 from resumeproof.verify.weights_only.errors import WeightsOnlyError, one_line, quote
@@ -7,12 +8,12 @@ from resumeproof.verify.weights_only.errors import WeightsOnlyError, one_line, q
 REASON_CHARS = 200
 
 
-def check_with_torch(path: Path) -> None:
-    """Load `path` with torch; any exception torch.load raises, of whatever type, is a refusal."""
+def check_with_torch(path: Path, data: bytes | None = None) -> None:
+    """Load `path` (or bytes read from it) with torch; any exception torch.load raises is a refusal."""
     import torch  # deliberately late: the default check keeps the verifier torch-free
 
     try:
-        torch.load(path, map_location="cpu", weights_only=True)
+        torch.load(path if data is None else io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises UnpicklingError, RuntimeError, TypeError, KeyError, ... all refusals
         raise WeightsOnlyError(f"{path}: torch.load(weights_only=True) refused it ({_reason(err)})") from None
 

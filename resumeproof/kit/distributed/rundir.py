@@ -1,0 +1,101 @@
+"""A run directory shared by a group of ranks: rank 0 owns it (lock, loss.jsonl, pruning), every rank saves.
+
+The same behaviour as kit.RunDir (docs/long-runs.md), with what a group adds: the generations are
+DCP directories written by every rank; the choice of the checkpoint to resume in place is rank 0's
+(the newest whose sidecar, `.metadata` and data files check out: a save a kill interrupted never
+has a `.metadata`, never took its name, and is removed), announced to every rank; SIGTERM and
+SIGUSR1 requests are combined over the ranks at every step boundary, so that all of them save and
+stop at the same step; the start line of loss.jsonl names every worker's pid and the launcher's.
+"""
+
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from resumeproof.common import losslog, manifest, protocol, runfiles
+from resumeproof.kit.checkpoint import CheckpointError
+from resumeproof.kit.distributed import dcp, state
+from resumeproof.kit.distributed.world import World, broadcast, gather_ints, on_main
+from resumeproof.kit.rundir import RunDir, prune
+from resumeproof.kit.signals import Requests
+
+Save = Callable[[Path], str]
+
+
+class SharedRunDir:
+    def __init__(self, world: World, path: Path, owned: RunDir | None, every: int, keep: int) -> None:
+        self.world, self.path, self.owned, self.every, self.keep = world, path, owned, every, keep
+        self.requests = owned.requests if owned is not None else Requests()
+        self.workers: list[int] = []  # every rank's pid, in rank order
+        self.stopped_by: str | None = None
+
+    @classmethod
+    def create(cls, world: World, path: Path, every: int, keep: int) -> "SharedRunDir":
+        return cls(world, path, on_main(world, lambda: RunDir.create(path, every, keep)), every, keep)
+
+    @classmethod
+    def in_place(
+        cls, world: World, path: Path, warn: Callable[[str], None], every: int, keep: int
+    ) -> "tuple[SharedRunDir, Path | None]":
+        """--resume auto: rank 0 locks the directory, clears what killed saves left and picks the newest
+        complete checkpoint; every rank learns which."""
+        opened = on_main(world, lambda: RunDir.in_place(path, complete, lambda step: step, warn, every, keep))
+        found = opened[1] if opened is not None else None
+        chosen = broadcast(world, str(found[0]) if found else None)
+        return cls(world, path, opened[0] if opened else None, every, keep), Path(chosen) if chosen else None
+
+    def start(self, step: int, **event: object) -> None:
+        self.workers = gather_ints(self.world, os.getpid())  # what a supervisor needs to kill one rank
+        if self.owned is not None:
+            self.owned.start(step, workers=self.workers, parent=os.getppid(), **event)
+        else:
+            self.requests.install()
+
+    def log(self, record: dict) -> None:
+        if self.owned is not None:
+            self.owned.log(record)
+
+    def after_update(self, step: int, save: Save) -> bool:
+        """kit.RunDir.after_update with the requests of every rank: all save, all stop, at the same step."""
+        stop = signal.Signals[self.requests.stop].value if self.requests.stop else 0
+        flags = torch.tensor([int(self.requests.take_snapshot()), stop], dtype=torch.int64)
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+        asked, stop = bool(flags[0]), int(flags[1])
+        if asked or stop or (self.every and step % self.every == 0):
+            save(runfiles.generation(self.path, step))
+            if self.owned is not None:
+                prune(self.path, self.keep)
+        if stop:
+            self.stopped_by = signal.Signals(stop).name
+            if self.owned is not None:
+                losslog.append(self.path / losslog.NAME, {"event": "stop", "signal": self.stopped_by, "step": step})
+        return bool(stop)
+
+    def finish(self, save: Save) -> str:
+        return save(self.path / protocol.CHECKPOINT)
+
+    def close(self) -> None:
+        if self.owned is not None:
+            self.owned.close()
+
+
+def complete(path: Path) -> int:
+    """The step of a DCP checkpoint directory whose sidecar and DCP files check out (rank 0, no collective)."""
+    if not path.is_dir():
+        raise CheckpointError(f"{path}: not a DCP checkpoint directory")
+    try:
+        manifest.verify(path)
+    except manifest.ManifestError as err:
+        raise CheckpointError(f"{err}") from None
+    dcp.read_metadata(path)
+    try:
+        progress = dcp.from_json_tensor(dcp.read_item(path, state.EXTRA))["progress"]["step"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{path}: its progress is unreadable ({type(err).__name__})") from None
+    if not isinstance(progress, int):
+        raise CheckpointError(f"{path}: its progress holds no step")
+    return progress
