@@ -8,7 +8,9 @@ read back and check, sha256, sidecar, directory fsyncs) against
 open + write + fsync of the same bytes, each started after `sync` so that neither inherits the
 other's dirty pages, and every file removed after each repeat. This machine's page cache makes
 single timings of 240 MB writes vary by a factor of two, so minimums and medians are printed.
-The target is at most 2 times. Prints figures only.
+The target is at most 2 times. Then the read-back step alone on a warm page cache: the torch-free
+`check`, and `torch.load(weights_only=True)` with and without mmap (the write path uses mmap).
+Prints figures only.
 """
 
 import os
@@ -16,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -23,8 +26,17 @@ import click
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.argv[0] = "train.py"
 
+import torch  # noqa: E402
+
 import train  # noqa: E402
 from resumeproof.kit import checkpoint, layout  # noqa: E402
+from resumeproof.verify import weights_only  # noqa: E402
+
+READ_BACK = {
+    "check": weights_only.check,
+    "torch.load mmap": lambda path: torch.load(path, map_location="cpu", weights_only=True, mmap=True),
+    "torch.load": lambda path: torch.load(path, map_location="cpu", weights_only=True),
+}
 
 
 def raw_write(path: Path, data: bytes) -> float:
@@ -37,7 +49,18 @@ def raw_write(path: Path, data: bytes) -> float:
     return time.perf_counter() - start
 
 
-def measure(hidden: int, directory: Path) -> tuple[int, int, float, float]:
+def read_back(path: Path) -> dict[str, float]:
+    """Seconds of each read-back step on this file, already in the page cache."""
+    return {name: _timed(step, path) for name, step in READ_BACK.items()}
+
+
+def _timed(step: Callable[[Path], object], path: Path) -> float:
+    start = time.perf_counter()
+    step(path)
+    return time.perf_counter() - start
+
+
+def measure(hidden: int, directory: Path) -> tuple[int, int, float, float, dict[str, float]]:
     exp = train.Experiment(hidden=hidden)
     par = train.kit.distributed.parallel(None, train.kit.distributed.Options(), exp.batch)  # one process
     t = train.build(exp, par.prepare)
@@ -52,9 +75,10 @@ def measure(hidden: int, directory: Path) -> tuple[int, int, float, float]:
     written = time.perf_counter() - start
     raw = statistics.median([raw, raw_write(directory / f"raw-{hidden}-after.bin", path.read_bytes())])
     n_params, size = sum(p.numel() for p in t.model.parameters()), path.stat().st_size
+    steps = read_back(path)
     for leftover in directory.iterdir():  # each repeat starts with the same free page cache
         leftover.unlink()
-    return n_params, size, written, raw
+    return n_params, size, written, raw, steps
 
 
 def _size_hint(hidden: int) -> int:
@@ -77,6 +101,9 @@ def main(repeats: int) -> None:
                     f"{pick(written) * 1e3:7.1f} ms, raw write+fsync {pick(raw) * 1e3:7.1f} ms, "
                     f"ratio {pick(written) / pick(raw):.2f}"
                 )
+            for name in READ_BACK:
+                ms = [r[4][name] * 1e3 for r in runs]
+                print(f"{'':>12}read-back {name:16s} min {min(ms):7.2f} ms, median {statistics.median(ms):7.2f} ms")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,19 @@
 """The files torch.distributed.checkpoint (DCP) writes, and the only globals their `.metadata` may name.
 
-Torch-free names, shared by the trainer's restricted unpickler (kit/distributed/dcp.py), which maps
-each name to the object it means, and by the verifier (verify/dcp.py), which checks a file's
-globals against them without loading it. The list is what torch 2.13's FileSystemWriter writes
-(found by recording every global of real DDP and FSDP2 checkpoints and by reading metadata.py
-and filesystem.py): its metadata dataclasses, torch.Size, the dtypes, the strided layout and the
-path of the checkpoint. Anything else (builtins, os, a method of pathlib.Path ...) is refused.
+Torch-free names and one allowlist unpickler, shared by the trainer (kit/distributed/dcp.py), which
+maps each name to the object it means, and by the verifier (verify/dcp.py), which checks a file's
+globals against them and then unpickles it into inert stubs. The list is what torch 2.13's
+FileSystemWriter writes (found by recording every global of real DDP and FSDP2 checkpoints and by
+reading metadata.py and filesystem.py): its metadata dataclasses, torch.Size, the dtypes, the
+strided layout and the path of the checkpoint. Anything else (builtins, os, a method of
+pathlib.Path ...) is refused.
 """
 
+import io
+import pickle
 import re
+from collections.abc import Mapping
+from typing import Any
 
 METADATA = ".metadata"  # pickled by the coordinator after every rank wrote its data: DCP's commit rule
 DATA_FILE = re.compile(r"__(\d+)_(\d+)\.distcp")  # one per rank: torch.save archives end to end
@@ -47,3 +52,23 @@ def split(name: str) -> tuple[str, str]:
     """'torch.distributed.checkpoint.metadata.Metadata' -> (module, attribute), as pickle names them."""
     module, _, attribute = name.rpartition(".")
     return module, attribute
+
+
+def unpickle(data: bytes, allowed: Mapping[str, Any]) -> Any:
+    """`data` unpickled with `allowed` (full name -> object) as its only globals and no persistent ids."""
+    return _Allowlisted(io.BytesIO(data), allowed).load()
+
+
+class _Allowlisted(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, allowed: Mapping[str, Any]) -> None:
+        super().__init__(file)
+        self.allowed = allowed
+
+    def find_class(self, module: str, name: str) -> Any:
+        found = self.allowed.get(f"{module}.{name}")
+        if found is None:
+            raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
+        return found
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("persistent ids are not allowed")

@@ -10,8 +10,6 @@ no stream transforms. Each item of a data file is a torch.save archive, held to 
 weights_only check like any checkpoint file.
 """
 
-import io
-import pickle
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,17 +61,6 @@ class _Stub:
 _STUBS = {name: type(name.rpartition(".")[2], (_Stub,), {"name": name}) for name in dcp.GLOBALS}
 
 
-class _Unpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        stub = _STUBS.get(f"{module}.{name}")
-        if stub is None:  # unreachable after the static list; kept so that nothing else can ever load
-            raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
-        return stub
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise pickle.UnpicklingError("persistent ids are not allowed")
-
-
 def read(folder: Path) -> Layout:
     """The tensors and storage entries of `folder/.metadata`, once its globals and structure passed."""
     path = folder / dcp.METADATA
@@ -101,7 +88,7 @@ def parse(data: bytes, path: Path) -> Layout:
     if unknown:
         raise DcpError(f"{path}: names {', '.join(unknown[:4])}, outside the DCP allowlist", found)
     try:
-        top = _Unpickler(io.BytesIO(data)).load()
+        top = dcp.unpickle(data, _STUBS)  # only stubs: nothing of torch's runs
     except Exception as err:  # any failure to unpickle is a refusal, never a crash of the caller
         raise DcpError(f"{path}: not a readable pickle ({type(err).__name__}: {err})"[:300]) from None
     try:

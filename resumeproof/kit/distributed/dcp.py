@@ -44,24 +44,13 @@ def _resolve(name: str) -> Any:
 ALLOWED = {name: found for name in names.GLOBALS if (found := _resolve(name)) is not None}
 
 
-class _Restricted(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        found = ALLOWED.get(f"{module}.{name}")
-        if found is None:
-            raise pickle.UnpicklingError(f"global {module}.{name} is not allowed")
-        return found
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise pickle.UnpicklingError("persistent ids are not allowed")
-
-
 def read_metadata(folder: Path) -> Metadata:
     """`folder/.metadata`, checked without torch and then unpickled with the allowlisted names only."""
     path = folder / names.METADATA
     try:
         data = path.read_bytes()
         check.check_files(folder, check.parse(data, path))
-        metadata = _Restricted(io.BytesIO(data)).load()
+        metadata = names.unpickle(data, ALLOWED)
     except FileNotFoundError:
         raise CheckpointError(f"{folder}: no {names.METADATA}: the save did not finish; refusing to resume") from None
     except (OSError, check.DcpError, pickle.UnpicklingError) as err:
