@@ -224,3 +224,29 @@ def test_without_a_launcher_what_needs_one_is_refused(fsdp, tmp_path, args, said
     proc = subprocess.run([*argv, *(a.format(dcp=dcp_dir) for a in args)], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 2 and said in proc.stderr, proc.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("resume", "said"),
+    [
+        ("--resume", "not a DCP checkpoint directory"),
+        ("--resume-flat", "--resume-flat: a flat file resumes one process, not a torchrun group"),
+    ],
+)
+def test_under_a_launcher_what_resumes_one_process_is_refused(interrupted_run, tmp_path, resume, said):
+    source = interrupted_run / protocol.CHECKPOINT
+    if resume == "--resume-flat":
+        source = tmp_path / "flat.bin"
+        export = [
+            sys.executable,
+            "-B",
+            "-m",
+            "resumeproof",
+            "flat",
+            "export",
+            str(interrupted_run / protocol.CHECKPOINT),
+        ]
+        subprocess.run([*export, str(source)], cwd=REPO, check=True, capture_output=True)
+    proc = torchrun(launch(1, "--steps", "6", "--output", str(tmp_path / "x"), resume, str(source)))
+    assert proc.returncode != 0 and said in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "x" / protocol.CHECKPOINT).exists()
