@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,7 @@ FRAMEWORKS = (
         fix_faults=NO_GLOBAL_AUGMENTATION,
     ),
 )
+BY_NAME = {fw.name: fw for fw in FRAMEWORKS}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +82,11 @@ class Row:
         return f"{self.framework}/{self.variant}"
 
 
+def _repeat(flag: str, values: Iterable[str]) -> tuple[str, ...]:
+    """`flag` before each value: ("--remove-cause", "A", "--remove-cause", "B")."""
+    return tuple(arg for value in values for arg in (flag, value))
+
+
 def rows() -> list[Row]:
     """Every row of the audit, in table order."""
     out = []
@@ -90,9 +97,9 @@ def rows() -> list[Row]:
             continue
         out.append(Row(framework=fw.name, variant="documented"))
         for code in codes:
-            others = [flag for other in codes if other != code for flag in ("--remove-cause", other)]
-            out.append(Row(framework=fw.name, variant=f"{code} alone", flags=tuple(others)))
-        removed = tuple(flag for code in codes for flag in ("--remove-cause", code))
+            others = _repeat("--remove-cause", (other for other in codes if other != code))
+            out.append(Row(framework=fw.name, variant=f"{code} alone", flags=others))
+        removed = _repeat("--remove-cause", codes)
         out.append(Row(framework=fw.name, variant="all causes removed", flags=removed))
         out.append(Row(framework=fw.name, variant="user fix", flags=("--fix", "user"), faults=fw.fix_faults))
     return out
@@ -100,10 +107,10 @@ def rows() -> list[Row]:
 
 def verify_command(row: Row, output: Path, points: str = POINTS, faults: tuple[str, ...] = ()) -> list[str]:
     """The verifier's command line for one row, as a user would type it."""
-    fw = next(f for f in FRAMEWORKS if f.name == row.framework)
+    fw = BY_NAME[row.framework]
     train = " ".join(["python", "-B", fw.script, *row.flags])
     argv = [sys.executable, "-B", "verify_resume.py", "--output", str(output), "--steps", str(STEPS)]
-    argv += ["--interrupt-at", points, *(arg for p in fw.allow for arg in ("--allow-unsafe-pickle", p))]
+    argv += ["--interrupt-at", points, *_repeat("--allow-unsafe-pickle", fw.allow)]
     if faults:
         argv += ["--faults", ",".join(faults)]
     return [*argv, "--train-cmd", train]
@@ -172,8 +179,7 @@ def table(audit: dict[str, Any], *, brief: bool = False) -> str:
         row = entry["row"]
         if brief and row["variant"] not in BRIEF:
             continue
-        title = next(fw.title for fw in FRAMEWORKS if fw.name == row["framework"])
-        name = f"{title} {audit['versions'][row['framework']]}"
+        name = f"{BY_NAME[row['framework']].title} {audit['versions'][row['framework']]}"
         cells = [cell(entry["points"][k]) for k in ("3", "6", "9")]
         lines.append(f"| {name} | {row['variant']} | {' | '.join(cells)} | {entry['exit_code']} |")
     return "\n".join(lines) + "\n"
@@ -211,11 +217,12 @@ def main() -> None:
         "torch": importlib.metadata.version("torch"), "seconds": round(time.perf_counter() - start),
         "causes": {code: asdict(cause) for code, cause in causes.CAUSES.items()}, "rows": results,
     }  # fmt: skip
-    (options.output / "audit.json").write_text(json.dumps(audit, indent=1) + "\n")
+    text = json.dumps(audit, indent=1) + "\n"
+    (options.output / "audit.json").write_text(text)
     print(table(audit))
     print(f"{len(results)} rows in {audit['seconds']} s; {options.output / 'audit.json'}")
     if options.write:
-        AUDIT_JSON.write_text(json.dumps(audit, indent=1) + "\n")
+        AUDIT_JSON.write_text(text)
         replace_block(REPO / "docs" / "audit.md", "table", table(audit))
         replace_block(REPO / "README.md", "table", table(audit, brief=True))
 

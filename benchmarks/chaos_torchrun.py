@@ -9,18 +9,12 @@ group starts, the replayed steps and the checks. This prints figures; the short 
 tests/test_distributed.py is the test.
 """
 
-import json
 import shlex
-import subprocess
-import sys
-import tempfile
-import time
 from collections import Counter
-from pathlib import Path
 
 import click
-
-REPO = Path(__file__).resolve().parent.parent
+from chaos_reliability import REPO, print_checks, run_chaos  # the same run and checks, from the script beside this one
+from distributed import TORCHRUN
 
 
 @click.command()
@@ -30,28 +24,17 @@ REPO = Path(__file__).resolve().parent.parent
 @click.option("--checkpoint-every", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 def main(kills: int, steps: int, world: int, checkpoint_every: int, seed: int) -> None:
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(world)]
+    torchrun = [*TORCHRUN, "--nproc-per-node", str(world)]
     train = shlex.join([*torchrun, "--max-restarts", str(kills + 1), str(REPO / "train.py")])
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "chaos"
-        argv = [sys.executable, "-B", "verify_resume.py", "chaos", "--output", str(out), "--kill", "rank"]
-        argv += ["--kills", str(kills), "--steps", str(steps), "--seed", str(seed), "--train-cmd", train]
-        argv += ["--checkpoint-every", str(checkpoint_every)]
-        start = time.perf_counter()
-        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
-        elapsed = time.perf_counter() - start
-        report = out / "verification.json"
-        if not report.is_file():
-            sys.exit(f"exit {proc.returncode}, no report:\n{proc.stderr[-3000:]}")
-        doc = json.loads(report.read_text())
+    args = ["--kill", "rank", "--kills", str(kills), "--steps", str(steps), "--seed", str(seed), "--train-cmd", train]
+    code, elapsed, doc = run_chaos([*args, "--checkpoint-every", str(checkpoint_every)])
     ranks = Counter(k["rank"] for k in doc["kills"])
     print(f"torchrun chaos: {kills} SIGKILLs of one of {world} ranks, {steps} steps, every {checkpoint_every} saved")
-    print(f"  seed {seed}: exit {proc.returncode} in {elapsed:.0f} s ({elapsed / max(1, kills):.1f} s per kill)")
+    print(f"  seed {seed}: exit {code} in {elapsed:.0f} s ({elapsed / max(1, kills):.1f} s per kill)")
     print(f"  landed: {doc['kills_by_phase']}; ranks killed: {dict(sorted(ranks.items()))}")
     print(f"  group starts {doc['trainer_starts']}, steps replayed {doc['replayed_steps']}, broken log lines "
           f"{doc['broken_log_lines']}")  # fmt: skip
-    for name, passed in doc["checks"].items():
-        print(f"  {'PASS' if passed else 'FAIL'}  {name}")
+    print_checks(doc)
 
 
 if __name__ == "__main__":

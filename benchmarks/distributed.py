@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import click
+from verify_ratio import timed  # the same timing, from the script beside this one
 
 REPO = Path(__file__).resolve().parent.parent
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
@@ -123,11 +124,7 @@ def verification_ratio(count: int) -> None:
             for name, train_cmd in commands.items():
                 out = Path(tmp) / f"{name.replace(' ', '-').replace('=', '')}-{i}"
                 argv = [sys.executable, "-B", "verify_resume.py", "--output", str(out), "--train-cmd", train_cmd]
-                start = time.perf_counter()
-                proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
-                seconds[name].append(time.perf_counter() - start)
-                if proc.returncode != 0:
-                    sys.exit(f"{name}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
+                seconds[name].append(timed(argv))
     medians = {name: statistics.median(times) for name, times in seconds.items()}
     for name, times in seconds.items():
         shown = ", ".join(f"{t:.1f}" for t in times)

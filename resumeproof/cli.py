@@ -21,9 +21,8 @@ import click
 
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
 from resumeproof.verify import settings as options
-from resumeproof.verify.files import Allowances
 from resumeproof.verify.points import EPOCHS
-from resumeproof.verify.settings import DEFAULT_POINT, FAULT_PARTS, Settings, SettingsError
+from resumeproof.verify.settings import DEFAULT_POINT, FAULT_PARTS, Allowances, Settings, SettingsError
 
 HERE = Path(__file__).resolve().parent.parent
 DEFAULT_TRAIN_CMD = shlex.join([sys.executable, "-B", str(HERE / "train.py")])
@@ -135,11 +134,13 @@ def verify(
 
 
 def _ci_reports(junit_xml: Path | None, summary_md: Path | None, document: dict[str, Any], output: Path) -> None:
-    from resumeproof.verify import junit, markdown
-
     if junit_xml is not None:
+        from resumeproof.verify import junit
+
         junit.write(junit_xml, document, output / "verification.json")
     if summary_md is not None:
+        from resumeproof.verify import markdown
+
         markdown.write(summary_md, document, output / "verification.json")
 
 
@@ -202,7 +203,7 @@ def export(checkpoint: Path, out: Path, debug: bool) -> None:
 @_debug_option
 def inspect(path: Path, debug: bool) -> None:
     """Print the header and sizes of a flat file, and check its length."""
-    from resumeproof.kit import flat as flatfile
+    from resumeproof.common import flatfile  # torch-free: inspecting needs neither torch nor the kit
 
     with exit_on_error(_prog(), debug):
         lines = flatfile.describe(path)

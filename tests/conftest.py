@@ -13,20 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fuzz.pickles import RunsCode  # torch-free: fuzz workers import it too
 
 REPO = Path(__file__).resolve().parent.parent
 TRAINERS = Path(__file__).resolve().parent / "trainers"
 sys.path.insert(0, str(REPO))  # the scripts and the package, as `python -B train.py` sees them
-
-
-class RunsCode:
-    """Unpickling this calls `func(arg)`: what a malicious checkpoint would do."""
-
-    def __init__(self, func: Callable[[str], object], arg: str) -> None:
-        self.func, self.arg = func, arg
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return self.func, (self.arg,)
 
 
 def code_that_touches(how: str, marker: Path) -> RunsCode:
@@ -39,8 +30,9 @@ def rewrite_metadata(folder: Path, change: Callable[[Any], object]) -> None:
     """Change a DCP checkpoint's (trusted, just written) `.metadata` object and write it back with a matching
     sidecar: an attacker who can write the checkpoint can write its sidecar too."""
     from resumeproof.common import manifest
+    from resumeproof.common.dcp import METADATA
 
-    path = folder / ".metadata"
+    path = folder / METADATA
     metadata = pickle.loads(path.read_bytes())
     change(metadata)
     path.write_bytes(pickle.dumps(metadata, protocol=4))

@@ -40,6 +40,18 @@ def test_the_chaos_supervisor_runs_with_torch_unimportable(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+def test_flat_inspect_runs_with_torch_unimportable(interrupted_run, tmp_path):
+    out = tmp_path / "flat.bin"
+    export = [sys.executable, "-B", "-m", "resumeproof", "flat", "export", str(interrupted_run / "checkpoint.pt")]
+    subprocess.run([*export, str(out)], cwd=REPO, check=True, capture_output=True)
+    code = NO_TORCH + "from resumeproof.cli import main\nmain()\n"
+    proc = subprocess.run(
+        [sys.executable, "-B", "-c", code, "flat", "inspect", str(out)], cwd=REPO, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "step 5, 33 parameters" in proc.stdout
+
+
 @pytest.mark.parametrize("module", [p.relative_to(REPO) for p in VERIFIER_SIDE], ids=str)
 def test_every_verifier_side_module_imports_without_torch(module: Path):
     name = ".".join(module.with_suffix("").parts).removesuffix(".__init__")

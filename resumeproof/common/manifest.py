@@ -41,11 +41,13 @@ def text(directory: Path, digests: dict[str, str]) -> str:
     return "".join(f"{digests[name]}  {directory.name}/{name}\n" for name in sorted(digests))
 
 
-def write(directory: Path) -> str:
-    """Hash every file under `directory` and write its sidecar atomically; return the directory's digest."""
+def write(directory: Path, named: Path | None = None) -> str:
+    """Hash every file under `directory` and write its sidecar atomically; return the directory's digest.
+    `named`: the path a folder staged under a temporary name will take; the sidecar is that path's."""
+    named = named or directory
     digests = {name: sha256_file(directory / name) for name in files(directory)}
-    content = text(directory, digests)
-    write_atomic(sidecar(directory), content.encode())
+    content = text(named, digests)
+    write_atomic(sidecar(named), content.encode())
     return hashlib.sha256(content.encode()).hexdigest()
 
 

@@ -6,7 +6,6 @@ only way the kit loads one is `torch.load(..., map_location="cpu", weights_only=
 its sha256 matched the `.sha256` sidecar written beside it.
 """
 
-import hashlib
 import io
 import os
 import pickle
@@ -62,18 +61,19 @@ def _verify_written(path: Path, tmp: Path) -> None:
                               f" ({type(err).__name__})") from None  # fmt: skip
 
 
-def load(path: Path, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
-    """The checkpoint at `path` as a dict, once its size, fingerprint and weights_only loading passed."""
+def load(path: Path, max_bytes: int = MAX_BYTES, purpose: str = "resume") -> dict[str, Any]:
+    """The checkpoint at `path` as a dict, once its size, fingerprint and weights_only loading passed;
+    `purpose` names what a refusal stops (resume, export)."""
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
     size = path.stat().st_size
     if not 0 < size <= max_bytes:
-        raise CheckpointError(f"{path}: size {size} bytes is outside 1..{max_bytes}; refusing to resume")
+        raise CheckpointError(f"{path}: size {size} bytes is outside 1..{max_bytes}; refusing to {purpose}")
     data = path.read_bytes()  # hashed and unpickled from the same bytes: nothing can change in between
     try:
         fingerprint.verify(path, data)
     except fingerprint.FingerprintError as err:
-        raise CheckpointError(f"{err}; refusing to resume") from None
+        raise CheckpointError(f"{err}; refusing to {purpose}") from None
     try:
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
@@ -100,8 +100,7 @@ def save_directory(path: Path, write: Callable[[Path], object]) -> str:
         for file in (p for p in tmp.rglob("*") if p.is_file()):
             with open(file, "rb") as f:
                 os.fsync(f.fileno())
-        staged = tmp.with_name(path.name)  # the sidecar names the final folder, so hash under that name
-        digest = _write_manifest_for(tmp, staged.name)
+        digest = manifest.write(tmp, named=path)  # the sidecar names the final folder
         if path.exists():
             shutil.rmtree(path)  # the sidecar of the new one is already in place
         os.replace(tmp, path)
@@ -113,21 +112,19 @@ def save_directory(path: Path, write: Callable[[Path], object]) -> str:
     return digest
 
 
-def _write_manifest_for(folder: Path, name: str) -> str:
-    """The manifest of `folder`'s files, written as the sidecar of `name` beside it."""
-    digests = {file: fingerprint.sha256_file(folder / file) for file in manifest.files(folder)}
-    content = manifest.text(folder.with_name(name), digests)
-    fingerprint.write_atomic(fingerprint.sidecar(folder.with_name(name)), content.encode())
-    return hashlib.sha256(content.encode()).hexdigest()
-
-
 def load_directory(path: Path) -> Path:
     """A directory checkpoint whose sidecar lists exactly its files with matching digests: the path, for the
     framework's own loader."""
     if not path.is_dir():
         raise CheckpointError(f"{path}: no such checkpoint directory")
-    try:
-        manifest.verify(path)
-    except manifest.ManifestError as err:
-        raise CheckpointError(f"{err}; refusing to resume") from None
+    verify_manifest(path)
     return path
+
+
+def verify_manifest(directory: Path, suffix: str = "; refusing to resume") -> None:
+    """The sidecar of `directory` lists exactly its files with matching digests, or a CheckpointError saying
+    which does not, followed by `suffix`."""
+    try:
+        manifest.verify(directory)
+    except manifest.ManifestError as err:
+        raise CheckpointError(f"{err}{suffix}") from None

@@ -40,10 +40,6 @@ class ShuffledOrder:
         self.cursor += len(rows)
         return rows
 
-    def position(self) -> int:
-        """Rows consumed since the start of the run."""
-        return self.epoch * self.rows + self.cursor
-
     def state_dict(self) -> dict[str, Any]:
         return {
             "permutation": torch.tensor(self.permutation, dtype=torch.int64),
@@ -64,9 +60,10 @@ class ShuffledOrder:
             raise OrderStateError("data.permutation must be an int64 tensor")
         if sorted(permutation.tolist()) != list(range(self.rows)):
             raise OrderStateError(f"data.permutation is not a permutation of 0..{self.rows - 1}")
-        if not (_is_int(cursor) and 0 <= cursor <= self.rows and _is_int(epoch) and epoch >= 0):
+        if not (is_int(cursor) and 0 <= cursor <= self.rows and is_int(epoch) and epoch >= 0):
             raise OrderStateError(f"data.cursor must be an int in 0..{self.rows} and data.epoch an int >= 0")
 
 
-def _is_int(value: Any) -> TypeGuard[int]:
+def is_int(value: Any) -> TypeGuard[int]:
+    """An int, and not a bool (which is one to Python, never to a checkpoint's counters)."""
     return isinstance(value, int) and not isinstance(value, bool)

@@ -7,71 +7,36 @@ Layout, little-endian: [int32 step][int32 n_params][n_params float32 weights][n_
 [n_params float32 v], parameters in the model's parameter order: exactly 8 + 12 * n_params bytes
 (404 for the reference model's 33). It holds no scheduler, no generators, no data position, no
 history, and rounds everything to float32: `verify_resume.py --faults flat` shows that a resume
-from it diverges.
+from it diverges. Reading one needs no torch (resumeproof.common.flatfile, re-exported here);
+exporting and restoring one do.
 """
 
-import io
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import torch
 
 from resumeproof.common import fingerprint
-from resumeproof.common.errors import ResumeproofError
-from resumeproof.common.flatfile import HEADER, LOST, size
+from resumeproof.common.flatfile import Flat, FlatError, decode, describe, encode, read
+from resumeproof.kit.checkpoint import CheckpointError
+from resumeproof.kit.checkpoint import load as load_checkpoint
 
-
-class FlatError(ResumeproofError):
-    """A flat file that cannot be written or read."""
-
-
-@dataclass(frozen=True)
-class Flat:
-    step: int
-    weights: np.ndarray  # float32, n_params
-    m: np.ndarray
-    v: np.ndarray
-
-
-def encode(flat: Flat) -> bytes:
-    arrays = [np.asarray(a, dtype="<f4") for a in (flat.weights, flat.m, flat.v)]
-    return HEADER.pack(flat.step, len(flat.weights)) + b"".join(a.tobytes() for a in arrays)
-
-
-def decode(path: Path, data: bytes) -> Flat:
-    if len(data) < HEADER.size:
-        raise FlatError(f"{path}: {len(data)} bytes, shorter than the 8-byte header")
-    step, n = HEADER.unpack_from(data)
-    if n < 0 or step < 0 or len(data) != size(n):
-        raise FlatError(f"{path}: header says step {step}, {n} parameters ({size(n)} bytes); the file has {len(data)}")
-    arrays = np.frombuffer(data, dtype="<f4", offset=HEADER.size).reshape(3, n)
-    return Flat(step, *(a.copy() for a in arrays))
-
-
-def read(path: Path) -> Flat:
-    try:
-        data = path.read_bytes()
-        fingerprint.verify(path, data)
-    except (OSError, fingerprint.FingerprintError) as err:
-        raise FlatError(str(err)) from None
-    return decode(path, data)
+__all__ = ["Flat", "FlatError", "decode", "describe", "encode", "export", "from_checkpoint", "read", "restore"]
 
 
 def from_checkpoint(path: Path) -> Flat:
     """Weights and Adam moments of a checkpoint in the kit's standard layout, in the model's parameter order."""
-    import torch  # the export and the restore need it, `inspect` does not
-
     try:
-        data = path.read_bytes()
-        fingerprint.verify(path, data)
-        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        state = load_checkpoint(path, purpose="export")  # size, fingerprint, torch.load(weights_only=True)
+    except CheckpointError as err:
+        raise FlatError(str(err)) from None
+    try:
         model, moments = state["model"], state["optimizer"]["state"]
         weights = torch.cat([t.flatten() for t in model.values()])
         m = torch.cat([moments[i]["exp_avg"].flatten() for i in range(len(model))])
         v = torch.cat([moments[i]["exp_avg_sq"].flatten() for i in range(len(model))])
         step = state["progress"]["step"]
-    except (OSError, fingerprint.FingerprintError, KeyError, TypeError, RuntimeError) as err:
+    except (KeyError, TypeError, RuntimeError) as err:
         raise FlatError(f"{path}: not a train.py checkpoint with Adam moments ({type(err).__name__}: {err})") from None
     return Flat(step, weights.numpy(), m.numpy(), v.numpy())
 
@@ -85,21 +50,9 @@ def export(checkpoint: Path, out: Path) -> Flat:
     return flat
 
 
-def describe(path: Path) -> list[str]:
-    """The header and sizes of a flat file, its length checked, and what it lacks."""
-    flat = read(path)
-    n = len(flat.weights)
-    lines = [f"{path}: step {flat.step}, {n} parameters, {size(n)} bytes = 8 + 12 x {n} (length checked)"]
-    for name, values in (("weights", flat.weights), ("m", flat.m), ("v", flat.v)):
-        lines.append(f"  {name:8s} float32 x {n}: min {values.min():.6g}, max {values.max():.6g}")
-    return [*lines, f"  not in it: {LOST}"]
-
-
 def restore(flat: Flat, model: Any, optimizer: Any) -> None:
     """All a flat file can give back: weights and Adam moments (as float32) and Adam's step count.
     Everything else keeps its freshly built state: scheduler, generators, data position, progress."""
-    import torch
-
     params = list(model.parameters())
     count = sum(p.numel() for p in params)
     if len(flat.weights) != count:

@@ -12,13 +12,13 @@ import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 import torch
 from torch import nn
 
 from resumeproof.kit.checkpoint import CheckpointError
-from resumeproof.kit.data import OrderStateError, ShuffledOrder
+from resumeproof.kit.data import OrderStateError, ShuffledOrder, is_int
 from resumeproof.kit.generators import Generators, GeneratorStateError
 from resumeproof.kit.identity import versions
 
@@ -41,9 +41,6 @@ class Training:
     order: ShuffledOrder
     step: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
-
-    def parts(self) -> tuple[str, ...]:
-        return parts(self.generators.names)
 
 
 def parts(generator_names: Iterable[str]) -> tuple[str, ...]:
@@ -152,10 +149,6 @@ def _show(value: Any) -> str:
     return _SHORT.repr(value)
 
 
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _tensor(where: str, value: Any, shape: tuple[int, ...], dtype: torch.dtype) -> None:
     if not isinstance(value, torch.Tensor):
         raise _Refused(f"{where} is a {type(value).__name__}, expected a tensor")
@@ -179,11 +172,11 @@ def _check_sections(state: dict[str, Any], expected: Expected) -> None:
     _check_optimizer(state[OPTIMIZER], expected)
     expected.generators.check(state[RNG])  # into scratch generators: refused now, not mid-resume
     expected.order.check(state[DATA])
-    if not _is_int(state[PROGRESS].get("step")) or state[PROGRESS]["step"] < 0:
+    if not is_int(state[PROGRESS].get("step")) or state[PROGRESS]["step"] < 0:
         raise _Refused("progress.step must be a non-negative int")
     if not isinstance(state[HISTORY], list) or not all(isinstance(r, dict) for r in state[HISTORY]):
         raise _Refused("history must be a list of records")
-    if not _is_int(state[SCHEDULER].get("last_epoch")):
+    if not is_int(state[SCHEDULER].get("last_epoch")):
         raise _Refused("scheduler.last_epoch must be an int")
     if not isinstance(state.get(PROVENANCE, []), list):
         raise _Refused("provenance must be a list")

@@ -85,12 +85,7 @@ class RunDir:
     def after_update(self, step: int, save: Save) -> bool:
         """Write a generation when one is due or asked for (SIGUSR1, SIGTERM); True when the run must stop."""
         asked = self.requests.take_snapshot()
-        if asked or self.requests.stop or (self.every and step % self.every == 0):
-            save(runfiles.generation(self.path, step))
-            prune(self.path, self.keep)
-        if self.requests.stop:
-            losslog.append(self.path / losslog.NAME, {"event": "stop", "signal": self.requests.stop, "step": step})
-        return self.requests.stop is not None
+        return serve(self.path, step, save, asked=asked, stop=self.requests.stop, every=self.every, keep=self.keep)
 
     @property
     def stopped_by(self) -> str | None:
@@ -101,6 +96,20 @@ class RunDir:
 
     def close(self) -> None:
         self._held.close()
+
+
+def serve(
+    run: Path, step: int, save: Save, *, asked: bool, stop: str | None, every: int, keep: int, owner: bool = True
+) -> bool:
+    """After update `step`: a generation when one is due, asked for or a stop requested (the signal's name);
+    the owner of the run directory also prunes the old ones and logs the stop. True when the run must stop."""
+    if asked or stop or (every and step % every == 0):
+        save(runfiles.generation(run, step))
+        if owner:
+            prune(run, keep)
+    if stop and owner:
+        losslog.append(run / losslog.NAME, {"event": "stop", "signal": stop, "step": step})
+    return stop is not None
 
 
 def prune(run: Path, keep: int) -> list[Path]:

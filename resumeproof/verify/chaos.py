@@ -84,12 +84,8 @@ def run(s: Settings) -> dict[str, Any]:
                 break
             continue
         while len(outcome.kills) < s.kills and proc.poll() is None:
-            sig, aim = chooser.choice(SIGNALS), chooser.choice(("training", "writing"))
-            if aim == "writing":  # wait for a checkpoint write to be in flight, then strike
-                _until_writing(run_dir, proc, 2 * s.pace + 1.0)
-            else:
-                time.sleep(chooser.uniform(0, 1.5 * s.pace))
-            phase = "writing" if _writing(run_dir) else "training"
+            sig = chooser.choice(SIGNALS)
+            phase = _aim(run_dir, proc, chooser, s.pace)
             if proc.poll() is not None:
                 break
             proc.send_signal(sig)
@@ -121,12 +117,7 @@ def _strike_ranks(s: Settings, proc: subprocess.Popen, run_dir: Path, seen: int,
         # at many steps, and not all inside the first save of every restarted group.
         target = min(started["from_step"] + chooser.randint(0, 3), s.steps - 1)
         _until_step(run_dir, proc, seen, target, s.timeout)
-        aim = chooser.choice(("training", "writing"))
-        if aim == "writing":
-            _until_writing(run_dir, proc, 2 * s.pace + 1.0)
-        else:
-            time.sleep(chooser.uniform(0, 1.5 * s.pace))
-        phase = "writing" if _writing(run_dir) else "training"
+        phase = _aim(run_dir, proc, chooser, s.pace)
         rank = chooser.randrange(len(started["workers"]))
         try:
             os.kill(started["workers"][rank], signal.SIGKILL)
@@ -187,6 +178,16 @@ def _wait(proc: subprocess.Popen, timeout: float) -> int:
 def _wait_until_running(run_dir: Path, proc: subprocess.Popen, seen: int, timeout: float) -> bool:
     """Until this process has logged its start (after start-up, right before its loop)."""
     return _start_line(run_dir, proc, seen, timeout) is not None and proc.poll() is None
+
+
+def _aim(run_dir: Path, proc: subprocess.Popen, chooser: random.Random, pace: float) -> str:
+    """Wait for the instant to strike: inside a checkpoint write, or at a random moment of training. Where
+    the run really is then ("writing" or "training") is what the report states."""
+    if chooser.choice(("training", "writing")) == "writing":  # wait for a write to be in flight
+        _until_writing(run_dir, proc, 2 * pace + 1.0)
+    else:
+        time.sleep(chooser.uniform(0, 1.5 * pace))
+    return "writing" if _writing(run_dir) else "training"
 
 
 def _start_line(run_dir: Path, proc: subprocess.Popen, seen: int, timeout: float) -> dict[str, Any] | None:

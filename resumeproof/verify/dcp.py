@@ -119,10 +119,12 @@ def check_files(folder: Path, layout: Layout) -> dict[str, list[Item]]:
     return by_file
 
 
-def check_data_file(path: Path, with_torch: bool = False) -> int:
+def check_data_file(path: Path, with_torch: bool = False, items: list[Item] | None = None) -> int:
     """A data file judged against the `.metadata` beside it, each item by the weights_only check (and by
-    torch.load(weights_only=True) itself `with_torch`); its tensors."""
-    items = check_files(path.parent, read(path.parent))[path.name]
+    torch.load(weights_only=True) itself `with_torch`); its tensors. `items`: this file's, when the caller
+    has checked the `.metadata` already."""
+    if items is None:
+        items = check_files(path.parent, read(path.parent))[path.name]
     data, tensors = path.read_bytes(), 0
     for item in items:
         try:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from resumeproof.common import protocol
 from resumeproof.verify.compare import compare
 
 OPTIMIZER_STEP = re.compile(r"(^|\.)optim[a-z_]*\..*\bstep$")  # Adam's per-parameter step counter, ...
@@ -38,7 +39,6 @@ class _Facts:
     evidence: list[str]  # paths and reasons of the first differences
     counters: list[str]  # paths of integer counters in `state` that differ (and optimizer step counters)
     generators: list[str]  # generators whose next draw differs
-    all_generators: list[str]
     other_keys: set[str]  # top-level keys beyond history that differ: step, state, next, eval
     epoch_starts: set[int]  # updates that begin an epoch (k + 1 for every boundary k)
 
@@ -121,7 +121,7 @@ NO_RANDOM_STATE = Diagnosis(
 def _facts(
     reference: dict[str, Any], other: dict[str, Any], atol: float, resumed_at: int, boundaries: tuple[int, ...]
 ) -> _Facts | None:
-    keys: list[str] = [key for key in ("step", "history", "state", "next", "eval") if key in reference and key in other]
+    keys = [key for key in protocol.COMPARED_KEYS if key in reference and key in other]
     differing = {key for key in keys if not compare(reference[key], other[key], atol, key).concordant}
     if not differing:
         return None
@@ -130,12 +130,11 @@ def _facts(
         fields, evidence = {"history"}, [f"history length {len(reference['history'])} vs {len(other['history'])}"]
     counters = _differing_counters(reference.get("state"), other.get("state"), "state")
     draws, others = _rng(reference), _rng(other)
-    names = sorted(draws)
-    moved = [name for name in names if not compare(draws[name], others.get(name), atol).concordant]
+    moved = [name for name in sorted(draws) if not compare(draws[name], others.get(name), atol).concordant]
     if not evidence:
         evidence = [f"{m.path}: {m.reason}" for m in compare(reference, other, atol).mismatches[:3]]
     return _Facts(
-        resumed_at, step, fields, evidence, counters, moved, names, differing - {"history"}, {k + 1 for k in boundaries}
+        resumed_at, step, fields, evidence, counters, moved, differing - {"history"}, {k + 1 for k in boundaries}
     )
 
 

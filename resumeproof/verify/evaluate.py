@@ -38,12 +38,12 @@ def evaluate(trajectories: list[Trajectory], summaries: Mapping[str, dict[str, A
         parts = compare_keys(cont, other, protocol.COMPARED_KEYS, atol)
         result = merge(parts.values())
         passed = result.concordant == (e.kind is Expect.CONCORDANT)
-        found = diagnose(cont, other, atol, e.resumed_at, boundaries)
+        found = None if result.concordant else diagnose(cont, other, atol, e.resumed_at, boundaries)
         same_as_full = e.kind is Expect.DIVERGENT and identical(full, other, protocol.COMPARED_KEYS)
         if t.name == RESUMED_NO_RNG and same_as_full:
             found = NO_RANDOM_STATE
         checks.append(_check(e.check, passed, result, found if not passed or e.kind is Expect.DIVERGENT else None))
-        if e.part is None:
+        if not e.is_fault:
             entries[t.name] = _entry(cont, other, result, parts["state"], found, same_as_full, e)
         else:
             faults[e.part] = _fault(e, passed, result, found, same_as_full)

@@ -17,16 +17,15 @@ GLOB` (opaque files), matched against the file's path inside the checkpoint; the
 recorded in verification.json beside the file.
 """
 
-import fnmatch
 import json
 import struct
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from resumeproof.common import dcp as dcp_names
 from resumeproof.verify import dcp, weights_only
+from resumeproof.verify.settings import NONE_ALLOWED, Allowances  # noqa: F401 (NONE_ALLOWED: the files API)
 
 SAFE = ("torch", "safetensors", "json", "text", "plain-pickle", "dcp-metadata", "dcp-data")
 PICKLE_PROTOCOLS = range(2, 6)
@@ -52,21 +51,6 @@ class FileInfo:
             "path": self.path, "sha256": self.sha256, "kind": self.kind, "tensors": self.tensors,
             "globals": list(self.globals), "allowed_by": self.allowed_by,
         }  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Allowances:
-    """Files accepted although their kind is refused, by glob over their path inside the checkpoint."""
-
-    unsafe_pickle: tuple[str, ...] = ()  # --allow-unsafe-pickle GLOB ...
-    opaque: tuple[str, ...] = ()  # --allow-opaque GLOB ...
-
-    def pattern_for(self, kind: str, name: str) -> str | None:
-        patterns = self.unsafe_pickle if kind == "pickle" else self.opaque if kind == "opaque" else ()
-        return next((p for p in patterns if fnmatch.fnmatchcase(name, p)), None)
-
-
-NONE_ALLOWED = Allowances()
 
 
 def classify(path: Path, name: str, sha256: str, allow: Allowances) -> FileInfo:
@@ -122,6 +106,8 @@ def _archive(path: Path) -> tuple[str, int | None, tuple[str, ...]]:
         return "torch", weights_only.check(path).tensors, ()
     except weights_only.WeightsOnlyError:
         pass
+    import zipfile  # only for a refused archive: a checkpoint that passes never needs it
+
     try:  # refused: name what its pickle would need (read only to list globals, never to load)
         with zipfile.ZipFile(path) as archive:
             pickles = [n for n in archive.namelist() if n.endswith("data.pkl")]

@@ -1,7 +1,6 @@
 """Files whose pickle runs code when anything resolves what it names: here the code only creates a marker file."""
 
 import collections
-import os
 import random
 from pathlib import Path
 
@@ -9,7 +8,7 @@ import torch
 
 from fuzz import zipwriter
 from fuzz.arguments import Call, saved
-from fuzz.pickles import RunsCode, marker_payload
+from fuzz.pickles import marker_payload, runs_code
 
 HOWS = ("os.system", "builtins.exec", "builtins.eval", "subprocess.getoutput")
 
@@ -18,7 +17,7 @@ class Builds:
     """Unpickled through NEWOBJ and BUILD: the state is set on an object of a class the file names."""
 
     def __init__(self, marker: str) -> None:
-        self.hook = RunsCode(os.system, f"touch '{marker}'")
+        self.hook = runs_code("os.system", marker)
 
 
 def payload_file(rng: random.Random, marker: Path, base: bytes) -> bytes:
@@ -40,14 +39,12 @@ def payload_file(rng: random.Random, marker: Path, base: bytes) -> bytes:
     if choice == 3:  # the payload as an argument of an allowlisted rebuild function
         storage = torch.zeros(2).untyped_storage()
         obj = Call(
-            torch._utils._rebuild_tensor_v2, (storage, 0, (2,), (1,), False, RunsCode(os.system, f"touch '{marker}'"))
+            torch._utils._rebuild_tensor_v2, (storage, 0, (2,), (1,), False, runs_code("os.system", str(marker)))
         )
         return saved({"w": obj}) or stream
     if choice == 4:  # inside an OrderedDict and a Counter, as values
-        return (
-            saved(collections.OrderedDict(a=collections.Counter(b=RunsCode(eval, f"open({str(marker)!r}, 'w')"))))
-            or stream
-        )
+        hook = runs_code("builtins.eval", str(marker))
+        return saved(collections.OrderedDict(a=collections.Counter(b=hook))) or stream
     if choice == 5:
         return saved({"obj": Builds(str(marker))}) or stream
     records[0] = zipwriter.Record("data.pkl", stream)  # the stream itself as data.pkl, any protocol

@@ -5,6 +5,7 @@ import pickle
 import pickletools
 import random
 import struct
+from collections.abc import Callable
 from typing import Any
 
 
@@ -61,26 +62,32 @@ class P:
 
 
 class RunsCode:
-    def __init__(self, func: Any, arg: str) -> None:
+    """Unpickling this calls `func(arg)`: what a malicious checkpoint would do."""
+
+    def __init__(self, func: Callable[[str], object], arg: str) -> None:
         self.func, self.arg = func, arg
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return self.func, (self.arg,)
 
 
-def marker_payload(how: str, marker: str, protocol: int = 2) -> bytes:
-    """A pickle that creates `marker` when loaded by anything that runs what it names."""
+def runs_code(how: str, marker: str) -> RunsCode:
+    """An object whose unpickling creates `marker` through `how` (os.system, builtins.exec, ...)."""
     import builtins
     import subprocess
 
-    funcs = {
+    funcs: dict[str, tuple[Callable[[str], object], str]] = {
         "os.system": (os.system, f"touch '{marker}'"),
         "builtins.exec": (builtins.exec, f"open({marker!r}, 'w')"),
         "builtins.eval": (builtins.eval, f"open({marker!r}, 'w')"),
         "subprocess.getoutput": (subprocess.getoutput, f"touch '{marker}'"),
     }
-    func, arg = funcs[how]
-    return pickle.dumps({"model": RunsCode(func, arg)}, protocol=protocol)
+    return RunsCode(*funcs[how])
+
+
+def marker_payload(how: str, marker: str, protocol: int = 2) -> bytes:
+    """A pickle that creates `marker` when loaded by anything that runs what it names."""
+    return pickle.dumps({"model": runs_code(how, marker)}, protocol=protocol)
 
 
 # Single opcodes and short sequences inserted at random points of a valid stream.

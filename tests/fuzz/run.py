@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -35,7 +35,6 @@ class _Worker:
     phase: str = ""
     deadline: float = 0.0
     buffer: bytes = b""
-    kinds: dict[int, str] = field(default_factory=dict)
 
 
 def run(seed: int, cases: int, jobs: int, timeout: float = 30.0, first: int = 0) -> list[Outcome]:
@@ -59,20 +58,24 @@ class _Pool:
             for key, _ in self.selector.select(timeout=0.5):
                 self._read(key.data, pending)
             for i, worker in enumerate(workers):
-                if worker.index is not None and time.monotonic() > worker.deadline:
-                    self._lost(worker, "hang")
-                    workers[i] = self._start()
-                    self._feed(workers[i], pending)
-                elif worker.proc.poll() is not None and worker.index is not None:
-                    self._lost(worker, "crash")
-                    workers[i] = self._start()
-                    self._feed(workers[i], pending)
+                if worker.index is None:
+                    continue
+                if time.monotonic() > worker.deadline:
+                    what = "hang"
+                elif worker.proc.poll() is not None:
+                    what = "crash"
+                else:
+                    continue
+                self._lost(worker, what)
+                workers[i] = self._start()
+                self._feed(workers[i], pending)
         for worker in workers:
             self._stop(worker)
         return sorted(self.outcomes, key=lambda o: o.index)
 
     def _start(self) -> _Worker:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(TESTS), str(REPO))), "OMP_NUM_THREADS": "1"}
+        path = os.pathsep.join((str(TESTS), str(REPO)))
+        env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}  # cases.py says why
         proc = subprocess.Popen(
             [sys.executable, "-B", "-m", "fuzz.judge", str(self.seed), str(self.directory), str(MEMORY)],
             stdin=subprocess.PIPE,

@@ -19,6 +19,19 @@ from fuzz.zipwriter import Record, write
 
 PROTOCOL = "resume-protocol/1"
 CHECKPOINT, SUMMARY = "checkpoint.pt", "summary.json"
+TESTS = Path(__file__).resolve().parent.parent
+REPO = TESTS.parent
+TRAIN = REPO / "train.py"
+
+
+def run_train_py(argv: list[str]) -> None:
+    """Run the bundled train.py in this process with the command line `argv`, as `python -B train.py ARGV`."""
+    import runpy
+
+    sys.argv = [str(TRAIN), *argv]
+    sys.path.remove(str(TESTS))  # the insertion above, undone
+    sys.path[0] = str(REPO)  # as `python -B train.py` sees it: the script's directory first
+    runpy.run_path(str(TRAIN), run_name="__main__")
 
 
 def parser() -> argparse.ArgumentParser:

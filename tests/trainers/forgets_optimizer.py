@@ -6,20 +6,15 @@ restored. The full resume is not concordant with the continuous run: verifier ex
 """
 
 import os
-import runpy
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-TRAIN = REPO / "train.py"
+from _protocol_files import run_train_py  # torch-free
 
 # What train.py sets before torch loads; it must hold here too, since torch is imported first.
 os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
 
-import torch  # noqa: E402
+import torch
 
 torch.optim.Adam.load_state_dict = lambda self, state_dict: None  # the fault
 
-sys.argv[0] = str(TRAIN)
-sys.path[0] = str(REPO)  # as `python -B train.py` sees it: the script's directory first
-runpy.run_path(str(TRAIN), run_name="__main__")
+run_train_py(sys.argv[1:])

@@ -5,14 +5,8 @@ The bundled train.py, with every `--omit` dropped from its command line before i
 verifier must refuse to count such a run as a fault that was run (exit 2), never report it caught.
 """
 
-import runpy
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-TRAIN = REPO / "train.py"
+from _protocol_files import run_train_py
 
-args = [arg for arg in sys.argv[1:] if not arg.startswith("--omit=")]
-sys.argv = [str(TRAIN), *args]
-sys.path[0] = str(REPO)  # as `python -B train.py` sees it: the script's directory first
-runpy.run_path(str(TRAIN), run_name="__main__")
+run_train_py([arg for arg in sys.argv[1:] if not arg.startswith("--omit=")])

@@ -6,19 +6,15 @@ must say the protocol is blind to that part (exit 1), never that the part was ca
 """
 
 import json
-import runpy
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-TRAIN = REPO / "train.py"
+from _protocol_files import run_train_py
 
 claimed = [arg.removeprefix("--omit=") for arg in sys.argv[1:] if arg.startswith("--omit=")]
 output = Path(sys.argv[sys.argv.index("--output") + 1])
-sys.argv = [str(TRAIN), *(arg for arg in sys.argv[1:] if not arg.startswith("--omit="))]
-sys.path[0] = str(REPO)  # as `python -B train.py` sees it: the script's directory first
 try:
-    runpy.run_path(str(TRAIN), run_name="__main__")
+    run_train_py([arg for arg in sys.argv[1:] if not arg.startswith("--omit=")])
 finally:
     if claimed:
         summary = json.loads((output / "summary.json").read_text())

@@ -30,7 +30,7 @@ from resumeproof.kit.adapters.common import (
     STANDARD_PARTS,
     draws_from_globals,
     omissions_kept,
-    omitted_generators,
+    restored_generators,
     warn,
 )
 from resumeproof.kit.run import ProtocolRun
@@ -98,7 +98,7 @@ class Resumable:
 
     def _check_generators(self, path: Path) -> None:
         """Every generator not omitted holds the state the file saved (Accelerate itself only logs a failure)."""
-        expected = [name for name in ("python", "numpy", "torch") if name not in omitted_generators(self.run)]
+        expected = restored_generators(self.run)
         if not expected:
             return
         if not path.is_file():

@@ -17,6 +17,11 @@ def omitted_generators(run: ProtocolRun) -> list[str]:
     return [name for name in Generators.global_().names if f"rng-{name}" in run.omit]
 
 
+def restored_generators(run: ProtocolRun) -> list[str]:
+    """The global generators (python, numpy, torch) that a resume restores: those `--omit` does not name."""
+    return [name for name in Generators.global_().names if f"rng-{name}" not in run.omit]
+
+
 @contextmanager
 def omissions_kept(run: ProtocolRun, **objects: Any) -> Iterator[None]:
     """Around a framework's own restore: every omitted part (an object with state_dict/load_state_dict, or a

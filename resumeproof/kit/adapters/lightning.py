@@ -23,12 +23,11 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.kit.adapters.common import STANDARD_PARTS, omitted_generators, warn
+from resumeproof.kit.adapters.common import STANDARD_PARTS, restored_generators, warn
 from resumeproof.kit.generators import Generators
 from resumeproof.kit.run import ProtocolRun
 
 PARTS = STANDARD_PARTS
-LOADER_STATE = ("loops", "fit_loop", "state_dict", "combined_loader")  # where Lightning keeps stateful loaders'
 
 
 class GlobalRngState(pl.Callback):
@@ -43,13 +42,11 @@ class GlobalRngState(pl.Callback):
 
     def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
         """Lightning skips a callback whose state the checkpoint lacks, without a word: refuse instead."""
-        if self.state_key not in checkpoint.get("callbacks", {}) and len(omitted_generators(self.run)) < 3:
+        if self.state_key not in checkpoint.get("callbacks", {}) and restored_generators(self.run):
             raise ResumeproofError("the checkpoint holds no generator state: it was written without GlobalRngState")
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        omitted = omitted_generators(self.run)
-        generators = Generators.global_()
-        generators.restore(state_dict, [name for name in generators.names if name not in omitted])
+        Generators.global_().restore(state_dict, restored_generators(self.run))
 
 
 class _SkippingBatches(BatchSampler):

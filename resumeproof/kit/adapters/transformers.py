@@ -19,7 +19,13 @@ import torch
 from transformers import Trainer, TrainerCallback
 
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.kit.adapters.common import STANDARD_PARTS, draws_from_globals, omissions_kept, omitted_generators, warn
+from resumeproof.kit.adapters.common import (
+    STANDARD_PARTS,
+    draws_from_globals,
+    omissions_kept,
+    restored_generators,
+    warn,
+)
 from resumeproof.kit.run import ProtocolRun
 
 PARTS = STANDARD_PARTS
@@ -77,8 +83,7 @@ class ProtocolTrainer(Trainer):
 
     def _load_rng_state(self, checkpoint: str | None) -> None:
         """The Trainer's restore, refusing the missing file it would skip with an INFO line."""
-        wanted = len(omitted_generators(self.run)) < 3
-        if checkpoint is not None and wanted and not (Path(checkpoint) / RNG_FILE).is_file():
+        if checkpoint is not None and restored_generators(self.run) and not (Path(checkpoint) / RNG_FILE).is_file():
             raise ResumeproofError(f"{checkpoint}: {RNG_FILE} is missing; the Trainer would resume without the "
                                    "generators and say so only at INFO level")  # fmt: skip
         with omissions_kept(self.run):

@@ -5,10 +5,11 @@ Stock torch 2.13 reads a DCP directory with two unsafe calls: FileSystemReader.r
 DefaultLoadPlanner.load_bytes runs `torch.load(weights_only=False)` on every non-tensor item.
 Here `load` goes through the public extension points of dcp.load instead:
 
-- SafeReader.read_metadata: the torch-free check of verify/dcp.py first (every global of the
-  pickle in the allowlist of common/dcp.py, no non-tensor item, the structure, the data files),
-  then an unpickler that resolves those names and nothing else. dcp.load's fallback to a rank's
-  own `__R.metadata` is refused: a directory without the global `.metadata` never loads.
+- read_metadata, once, before dcp.load starts: the torch-free check of verify/dcp.py first (every
+  global of the pickle in the allowlist of common/dcp.py, no non-tensor item, the structure, the
+  data files), then an unpickler that resolves those names and nothing else. SafeReader hands that
+  metadata to dcp.load; dcp.load's fallback to a rank's own `__R.metadata` is refused: a directory
+  without the global `.metadata` never loads.
 - SafePlanner.load_bytes refuses every non-tensor item. Non-tensor state travels as JSON text in a
   uint8 tensor (`json_tensor`), which loads as a tensor with weights_only=True.
 """
@@ -61,12 +62,17 @@ def read_metadata(folder: Path) -> Metadata:
 
 
 class SafeReader(FileSystemReader):
-    """FileSystemReader whose read_metadata never runs pickle.load on the file's own terms."""
+    """FileSystemReader whose read_metadata never runs pickle.load on the file's own terms: it hands out
+    the metadata read_metadata already checked and unpickled."""
+
+    def __init__(self, folder: Path, metadata: Metadata) -> None:
+        super().__init__(folder)
+        self.checked = metadata
 
     def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
         if kwargs.get("rank") is not None:
             raise CheckpointError(f"{self.path}: no global {names.METADATA}; a rank's own metadata is not accepted")
-        metadata = read_metadata(Path(self.path))
+        metadata = self.checked
         metadata.storage_meta = metadata.storage_meta or StorageMeta()
         metadata.storage_meta.load_id = self.load_id
         return metadata
@@ -87,11 +93,13 @@ def save(state: dict[str, Any], folder: Path) -> None:
         raise CheckpointError(f"{folder}: could not write the DCP checkpoint ({_first(err)})") from None
 
 
-def load(state: dict[str, Any], folder: Path) -> None:
-    """dcp.load in place (every rank), through the safe reader and planner."""
-    read_metadata(folder)  # here first, so that a refusal is this error on every rank, before any collective
+def load(state: dict[str, Any], folder: Path, metadata: Metadata | None = None) -> None:
+    """dcp.load in place (every rank), through the safe reader and planner; `metadata` is what
+    read_metadata(folder) returned, when the caller has it already."""
+    if metadata is None:  # read here, before any collective, so that a refusal is this error on every rank
+        metadata = read_metadata(folder)
     try:
-        dcp.load(state, storage_reader=SafeReader(folder), planner=SafePlanner())
+        dcp.load(state, storage_reader=SafeReader(folder, metadata), planner=SafePlanner())
     except CheckpointException as err:
         reason = _first(err)
         raise CheckpointError(f"{folder}: could not load the DCP checkpoint ({reason}); refusing to resume") from None

@@ -120,9 +120,8 @@ def _restore(loaded: state.Loaded, view: dict[str, Any], t: layout.Training, omi
 def _read_back(folder: Path) -> None:
     """What dcp.save wrote passes the verifier's own checks: a state they would refuse is never committed."""
     try:
-        layout_ = check.read(folder)
-        for name in check.check_files(folder, layout_):
-            check.check_data_file(folder / name)
+        for name, items in check.check_files(folder, check.read(folder)).items():
+            check.check_data_file(folder / name, items=items)
     except check.DcpError as err:
         raise CheckpointError(f"refusing to write it: {err}") from None
 

@@ -16,14 +16,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from resumeproof.common import losslog, manifest, protocol, runfiles
-from resumeproof.kit.checkpoint import CheckpointError
+from resumeproof.common import protocol
+from resumeproof.kit.checkpoint import CheckpointError, verify_manifest
 from resumeproof.kit.distributed import dcp, state
 from resumeproof.kit.distributed.world import World, broadcast, gather_ints, on_main
-from resumeproof.kit.rundir import RunDir, prune
+from resumeproof.kit.rundir import RunDir, Save, serve
 from resumeproof.kit.signals import Requests
-
-Save = Callable[[Path], str]
 
 
 class SharedRunDir:
@@ -65,15 +63,10 @@ class SharedRunDir:
         flags = torch.tensor([int(self.requests.take_snapshot()), stop], dtype=torch.int64)
         dist.all_reduce(flags, op=dist.ReduceOp.MAX)
         asked, stop = bool(flags[0]), int(flags[1])
-        if asked or stop or (self.every and step % self.every == 0):
-            save(runfiles.generation(self.path, step))
-            if self.owned is not None:
-                prune(self.path, self.keep)
         if stop:
             self.stopped_by = signal.Signals(stop).name
-            if self.owned is not None:
-                losslog.append(self.path / losslog.NAME, {"event": "stop", "signal": self.stopped_by, "step": step})
-        return bool(stop)
+        return serve(self.path, step, save, asked=asked, stop=self.stopped_by, every=self.every, keep=self.keep,
+                     owner=self.owned is not None)  # fmt: skip
 
     def finish(self, save: Save) -> str:
         return save(self.path / protocol.CHECKPOINT)
@@ -87,10 +80,7 @@ def complete(path: Path) -> int:
     """The step of a DCP checkpoint directory whose sidecar and DCP files check out (rank 0, no collective)."""
     if not path.is_dir():
         raise CheckpointError(f"{path}: not a DCP checkpoint directory")
-    try:
-        manifest.verify(path)
-    except manifest.ManifestError as err:
-        raise CheckpointError(f"{err}") from None
+    verify_manifest(path, suffix="")
     dcp.read_metadata(path)
     try:
         progress = dcp.from_json_tensor(dcp.read_item(path, state.EXTRA))["progress"]["step"]

@@ -88,7 +88,7 @@ def load(folder: Path, t: layout.Training) -> Loaded:
         extra, missing = sorted(set(saved) - planned), sorted(planned - set(saved))
         said = f"holds {', '.join(extra[:3])}, which this run does not know" if extra else f"lacks {missing[0]}"
         raise CheckpointError(f"{folder}: {said}; refusing to resume")
-    dcp.load(target, folder)
+    dcp.load(target, folder, metadata)
     try:
         extra = dcp.from_json_tensor(target[EXTRA])
         groups = _tuples_like(extra["param_groups"], optim["param_groups"])

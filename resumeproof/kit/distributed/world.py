@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
-import click
 import torch
 import torch.distributed as dist
 
@@ -64,6 +63,8 @@ def session(prog: str, debug: bool, options: Options) -> Iterator[World | None]:
     """The process group for the body, left cleanly; without a launcher, exit_on_error alone."""
     if not launched():
         if options.reduction is not None:
+            import click  # for this usage error alone
+
             raise click.UsageError("--reduction needs a launcher: torchrun --standalone --nproc-per-node W ...")
         with exit_on_error(prog, debug):
             yield None
