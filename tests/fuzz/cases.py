@@ -1,8 +1,15 @@
-"""Case number i of seed s, the same bytes on every run: a generated checkpoint, or a mutation, or a payload."""
+"""Case number i of seed s, the same bytes on every run: a generated checkpoint, or a mutation, or a payload.
+
+Every draw comes from random.Random("s:i") and torch's generator seeded from the same pair (module
+initialisations); sets hold only values whose hash is the same in every process once PYTHONHASHSEED
+is fixed, which the workers do (run.py)."""
 
 import random
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+
+import torch
 
 from fuzz import arguments, containers, content, payloads, pickles, zipwriter
 
@@ -20,6 +27,7 @@ class Case:
 
 def make(seed: int, index: int, directory: Path) -> Case:
     rng = random.Random(f"{seed}:{index}")
+    torch.manual_seed(zlib.crc32(f"{seed}:{index}".encode()))  # what nn.Linear draws, whatever came before
     kind = rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
     path, marker = directory / f"case-{index}.pt", directory / f"MARKER-{index}"
     path.write_bytes(_bytes(kind, rng, marker))
