@@ -31,7 +31,6 @@ def test_fuzz_slice_finds_no_file_accepted_by_the_check_and_refused_by_torch() -
     assert cells["all"]["marker created"] == 0
     assert cells["valid"]["ours refuses, torch accepts"] == 0  # no false alarm on torch.save of allowed content
     assert cells["valid"]["both accept"] > CASES // 5
-    assert elapsed < 60
 
 
 GENERATE = """
