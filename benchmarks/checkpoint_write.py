@@ -29,8 +29,8 @@ sys.argv[0] = "train.py"
 import torch  # noqa: E402
 
 import train  # noqa: E402
+from resumeproof.common import weights_only  # noqa: E402
 from resumeproof.kit import checkpoint, layout  # noqa: E402
-from resumeproof.verify import weights_only  # noqa: E402
 
 READ_BACK = {
     "check": weights_only.check,

@@ -3,9 +3,9 @@
     python -B benchmarks/distributed.py [--repeats 3] [--hidden 2500000] [--verifications 3]
 
 1. Checkpoint writes of the 10M-parameter model (train.py --hidden 2500000: 10,000,001 parameters,
-   240 MB with Adam's moments), after one update. At W=2 under torchrun: `dcp.save` of the state
+   240 MB with Adam's moments), after one update. At W=2 under torchrun: `dcp_io.save` of the state
    (get_state_dict, each rank writing its share) and the kit's whole write path (the cross-rank
-   check, dcp.save, the read-back check of every item, the sidecar, the rename). In one process:
+   check, dcp_io.save, the read-back check of every item, the sidecar, the rename). In one process:
    `torch.save` + fsync of the same state, and kit.save_checkpoint. Each write starts after `sync`;
    medians and minimums of `--repeats`.
 2. A default verification (4 trajectories, 10 updates) of train.py under torchrun at W=2 against
@@ -41,7 +41,7 @@ def _worker(hidden: int, out: Path, repeats: int) -> None:
 
     import train
     from resumeproof.kit import layout
-    from resumeproof.kit.distributed import dcp, state
+    from resumeproof.kit.distributed import dcp_io, state
 
     options = train.kit.distributed.Options()
     with train.kit.distributed.session("benchmark", False, options) as world:
@@ -59,8 +59,8 @@ def _worker(hidden: int, out: Path, repeats: int) -> None:
                 raw = functools.partial(_torch_save, layout.capture(t, config, identity, []), out / f"raw-{i}")
             else:
                 local, tensors, extra = state.capture(t, config, identity, [], {"world_size": world.size})
-                mine = {**local, state.RNG: tensors, state.EXTRA: dcp.json_tensor(extra)} if world.main else local
-                raw = functools.partial(dcp.save, mine, out / f"raw-{i}")
+                mine = {**local, state.RNG: tensors, state.EXTRA: dcp_io.json_tensor(extra)} if world.main else local
+                raw = functools.partial(dcp_io.save, mine, out / f"raw-{i}")
             kit = functools.partial(par.save, out / f"kit-{i}.pt", t, config, identity, [])
             times["raw"].append(_timed(raw, group))
             times["kit"].append(_timed(kit, group))
@@ -106,7 +106,10 @@ def saves(hidden: int, repeats: int) -> None:
             results[world] = json.loads(proc.stdout.strip().splitlines()[-1])
     one, two = results[0], results[2]
     print(f"{one['params']:,} parameters; one file {one['bytes'] / 1e6:.0f} MB; DCP files {two['bytes'] / 1e6:.0f} MB")
-    for key, label in (("raw", "dcp.save W=2 / torch.save+fsync"), ("kit", "kit DCP save W=2 / kit.save_checkpoint")):
+    for key, label in (
+        ("raw", "DCP save W=2 / torch.save+fsync"),
+        ("kit", "kit DCP save W=2 / kit.save_checkpoint"),
+    ):
         for pick in (statistics.median, min):
             a, b = pick(two[key]), pick(one[key])
             print(f"  {label:42s} {pick.__name__:6s} {a:6.2f} s / {b:6.2f} s = {a / b:.2f}")

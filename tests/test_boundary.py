@@ -1,8 +1,12 @@
-"""The verifier side never imports torch: not at start-up, not through a full verification, not in chaos.
+"""Three layers, held: the torch-free formats below, the verifier and the kit on them, the command on top.
 
-`resumeproof.verify`, `resumeproof.common` and `resumeproof.cli` are the verifier side. Each test
-runs the verifier in a fresh interpreter where `import torch` fails (`sys.modules["torch"] = None`);
-the trainers it starts are separate processes and import torch as usual.
+- `resumeproof.common` imports nothing of the package above it, and never torch;
+- `resumeproof.verify` imports `common`, never the kit, and torch only in `verify/torch_load.py` (the
+  opt-in `--torch-load`), inside a function;
+- `resumeproof.kit` imports `common`, never the verifier.
+The rules are read off every import statement of every module, nested ones included. Then the
+verifier runs in a fresh interpreter where `import torch` fails (`sys.modules["torch"] = None`):
+a whole verification, chaos and `flat inspect`; the trainers it starts import torch as usual.
 """
 
 import ast
@@ -13,10 +17,47 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from tests.helpers import REPO
 
 PACKAGE = REPO / "resumeproof"
 VERIFIER_SIDE = sorted([*(PACKAGE / "verify").rglob("*.py"), *(PACKAGE / "common").rglob("*.py"), PACKAGE / "cli.py"])
+TORCH_LOAD = PACKAGE / "verify" / "torch_load.py"  # the verifier's one opt-in path to torch
+# layer -> the prefixes its modules may never import, at any depth of the module
+FORBIDDEN = {
+    "common": ("torch", "resumeproof.verify", "resumeproof.kit", "resumeproof.cli"),
+    "verify": ("torch", "resumeproof.kit", "resumeproof.cli"),
+    "kit": ("resumeproof.verify", "resumeproof.cli"),
+}
+MODULES = sorted(p for layer in FORBIDDEN for p in (PACKAGE / layer).rglob("*.py"))
+
+
+def imported(path: Path) -> list[tuple[str, bool]]:
+    """Every module an import statement of `path` names, and whether the statement is at the top level."""
+    tree = ast.parse(path.read_text())
+    top = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, id(node) in top) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.module, id(node) in top))
+    return found
+
+
+@pytest.mark.parametrize("module", [p.relative_to(PACKAGE) for p in MODULES], ids=str)
+def test_each_layer_imports_only_what_lies_below_it(module: Path):
+    forbidden = FORBIDDEN[module.parts[0]]
+    for name, at_top in imported(PACKAGE / module):
+        if PACKAGE / module == TORCH_LOAD and name == "torch" and not at_top:
+            continue  # --torch-load, late and explicit
+        assert not any(name == f or name.startswith(f"{f}.") for f in forbidden), f"resumeproof/{module}: {name}"
+
+
+def test_the_rules_catch_a_kit_module_that_imports_the_verifier(tmp_path):
+    """The negative control of the rule above: an import it forbids is found, even inside a function."""
+    module = tmp_path / "bad.py"
+    module.write_text("def f():\n    from resumeproof.verify import accept\n")
+    assert ("resumeproof.verify", False) in imported(module)
 NO_TORCH = "import runpy, sys\nsys.modules['torch'] = None  # any import of torch now fails\n"
 
 
@@ -59,18 +100,6 @@ def test_every_verifier_side_module_imports_without_torch(module: Path):
     proc = subprocess.run([sys.executable, "-B", "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", f"{name} loads the trainer kit: {proc.stdout}"
-
-
-@pytest.mark.parametrize("module", [p.relative_to(REPO) for p in VERIFIER_SIDE], ids=str)
-def test_no_verifier_side_module_names_torch_or_the_kit_at_its_top_level(module: Path):
-    """A late import inside a function (flat export, --torch-load) is allowed and explicit; a top-level one is not."""
-    tree = ast.parse((REPO / module).read_text())
-    for node in tree.body:
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-        if isinstance(node, ast.ImportFrom):
-            names = [node.module or ""]
-        for name in names:
-            assert not name.startswith(("torch", "resumeproof.kit")), f"{module}: top-level import of {name}"
 
 
 def test_verify_help_imports_no_torch_module():

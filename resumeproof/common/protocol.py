@@ -1,14 +1,93 @@
-"""resume-protocol/1 (docs/protocol.md): the names both sides use, and the JSON that keeps every float64 bit."""
+"""resume-protocol/1 (docs/protocol.md): every word both sides use, defined once, and JSON that keeps every float64 bit.
+
+Part names (what `--omit` names), the protocol's flags, the trajectories a verification runs and the
+identities of its checks live here and nowhere else; a check is recognised by its `CheckId`, never
+by its wording.
+"""
 
 import json
+import re
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from resumeproof.common.errors import ResumeproofError
 
 PROTOCOL = "resume-protocol/1"
+REVISION = "1.2"  # the revision of docs/protocol.md this code implements; summaries keep PROTOCOL
 CHECKPOINT, SUMMARY = "checkpoint.pt", "summary.json"
 COMPARED_KEYS = ("step", "history", "state", "next", "eval")  # everything except `meta`
 RECORD_KEYS = {"step": int, "rows": list, "lr": float, "loss": float}
+STEP, HISTORY, STATE, NEXT, EVAL, META = "step", "history", "state", "next", "eval", "meta"
+META_OMITTED = "omitted"  # meta.omitted: the parts a fault run did not restore, sorted (revision 1.1)
+META_PARTS = "parts"  # meta.parts: every part the trainer's --omit accepts (revision 1.2)
+
+# Parts: the state a resume must bring back, in --omit's names. A part is any lower-case name;
+# `rng-NAME` parts are generators. The standard set is what the kit's layout saves.
+MODEL, OPTIMIZER, SCHEDULER, DATA, PROGRESS, SCALER = "model", "optimizer", "scheduler", "data", "progress", "scaler"
+RNG_PREFIX = "rng-"
+STANDARD_GENERATORS = ("python", "numpy", "torch")
+PART_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+
+
+def rng_part(generator: str) -> str:
+    """The part name of a generator: 'numpy' -> 'rng-numpy'."""
+    return f"{RNG_PREFIX}{generator}"
+
+
+def generator_of(part: str) -> str | None:
+    """The generator a part names ('rng-numpy' -> 'numpy'), or None for a part that is not a generator."""
+    return part.removeprefix(RNG_PREFIX) if part.startswith(RNG_PREFIX) else None
+
+
+def standard_parts(generators: tuple[str, ...] = STANDARD_GENERATORS) -> tuple[str, ...]:
+    """The kit's layout, in the order a fault matrix lists it: model, optimizer, scheduler, one rng part per
+    generator, data, progress."""
+    return (MODEL, OPTIMIZER, SCHEDULER, *(rng_part(name) for name in generators), DATA, PROGRESS)
+
+
+STANDARD_PARTS = standard_parts()
+
+# Flags the verifier passes and a trainer accepts (docs/protocol.md, sections 1 and 6).
+STEPS_FLAG, OUTPUT_FLAG, RESUME_FLAG = "--steps", "--output", "--resume"
+OMIT_FLAG, OMIT_RNG_FLAG = "--omit", "--omit-rng-restore"
+CHECKPOINT_EVERY_FLAG, UNTIL_STEP_FLAG, PACE_FLAG, KEEP_FLAG = "--checkpoint-every", "--until-step", "--pace", "--keep"
+RESUME_FLAT_FLAG = "--resume-flat"
+AUTO = "auto"  # --resume auto: continue in place from the newest valid checkpoint
+
+
+def omit_token(part: str) -> str:
+    """`--omit=PART` as one token: an argparse trainer that lacks --omit cannot read it as an abbreviation
+    of --omit-rng-restore and silently run another fault."""
+    return f"{OMIT_FLAG}={part}"
+
+
+# The trajectories of a verification (docs/checks.md).
+CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG = "continuous", "interrupted", "resumed", "resumed-no-rng"
+REPEAT = "continuous-repeat"  # the continuous run again: a run that differs from itself is not deterministic
+CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not disturb the run
+FAULT_PREFIX, CHAIN_PREFIX = "fault-", "chain"
+
+
+class CheckKind(StrEnum):
+    """What a check asserts; with its trajectory and part, the identity every report finds it by."""
+
+    CHECKPOINT = "checkpoint"  # a checkpoint's fingerprint and weights_only check
+    PREFIX = "prefix"  # an interrupted or intermediate history is the continuous run's prefix
+    RESUME = "resume"  # a resume is concordant with the continuous run
+    NEGATIVE_CONTROL = "negative-control"  # the resume without RNG restore diverges
+    FAULT = "fault"  # the resume without one part diverges
+    CADENCE = "cadence"  # writing a checkpoint every step changes nothing
+    DETERMINISM = "determinism"  # the continuous run equals a repeat of itself
+    CHAOS = "chaos"  # a check of the chaos test
+    LEGACY = "legacy"  # a check read from a document written before checks carried their identity
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckId:
+    kind: CheckKind
+    trajectory: str | None = None  # the trajectory the check is about
+    part: str | None = None  # a fault's omitted part
 
 
 class ProtocolError(ResumeproofError):

@@ -16,9 +16,8 @@ from typing import Any
 
 import torch
 
-from resumeproof.common import fingerprint, manifest
+from resumeproof.common import fingerprint, manifest, weights_only
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.verify import weights_only
 
 MAX_BYTES = 1 << 34  # 16 GiB: the whole file is read once, hashed and unpickled from the same bytes
 

@@ -3,7 +3,7 @@
 A checkpoint file is accepted once its sha256 matches its sidecar and the torch-free weights_only
 check passed (the real loader too, with --torch-load). A checkpoint directory is accepted once its
 sidecar lists exactly the files it holds with their digests and every file is of a kind that
-cannot run code when loaded, or was allowed explicitly (verify/files.py). A summary is accepted
+cannot run code when loaded, or was allowed explicitly (common/checkpoint_files.py). A summary is accepted
 once it has the shape of the protocol's section 3 with the step the plan expects. Anything else
 fails the trajectory: exit 2, never a comparison result.
 """
@@ -14,10 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import fingerprint, manifest, protocol, runfiles
+from resumeproof.common import fingerprint, manifest, protocol, runfiles, weights_only
+from resumeproof.common.checkpoint_files import NONE_ALLOWED, Allowances, FileInfo, classify, refusal
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.verify import dcp, weights_only
-from resumeproof.verify.files import NONE_ALLOWED, Allowances, FileInfo, classify, refusal
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.summary import read_summary
 from resumeproof.verify.trajectories import Trajectory, TrajectoryError
@@ -136,13 +135,15 @@ def _check_generations(run: Path, steps: int) -> None:
 
 def with_torch(info: CheckpointInfo) -> CheckpointInfo:
     """The same checkpoint, loaded by torch itself as well (imports torch: about 1.3 s)."""
+    from resumeproof.verify import torch_load  # the one opt-in path that imports torch
+
     paths = [info.path / f.path for f in info.files if f.kind == "torch"] if info.files else [info.path]
     try:
         for path in paths:
-            weights_only.check_with_torch(path)
+            torch_load.check_with_torch(path)
         for f in info.files:
             if f.kind == "dcp-data":  # every item of a DCP data file, as FileSystemReader loads it
-                dcp.check_data_file(info.path / f.path, with_torch=True)
+                torch_load.check_dcp_data_file(info.path / f.path)
     except ResumeproofError as err:
         raise TrajectoryError(str(err)) from None
     return replace(info, checked_by=(*info.checked_by, TORCH_LOAD))

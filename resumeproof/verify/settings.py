@@ -1,11 +1,11 @@
 """What one verification is asked to do, parsed from the command line once and checked."""
 
-import fnmatch
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from resumeproof.common.checkpoint_files import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify.points import EPOCHS
 
@@ -22,21 +22,6 @@ class SettingsError(ResumeproofError):
     def __init__(self, flag: str, message: str) -> None:
         super().__init__(f"{flag}: {message}")
         self.flag, self.message = flag, message
-
-
-@dataclass(frozen=True)
-class Allowances:
-    """Files accepted although their kind is refused, by glob over their path inside the checkpoint."""
-
-    unsafe_pickle: tuple[str, ...] = ()  # --allow-unsafe-pickle GLOB ...
-    opaque: tuple[str, ...] = ()  # --allow-opaque GLOB ...
-
-    def pattern_for(self, kind: str, name: str) -> str | None:
-        patterns = self.unsafe_pickle if kind == "pickle" else self.opaque if kind == "opaque" else ()
-        return next((p for p in patterns if fnmatch.fnmatchcase(name, p)), None)
-
-
-NONE_ALLOWED = Allowances()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from fuzz import arguments, containers, content, payloads, pickles, zipwriter
+from . import arguments, containers, content, payloads, pickles, zipwriter
 
 # kind: weight. "valid" is torch.save of allowed content: the check must accept every one torch accepts.
 KINDS = {"valid": 30, "pickle": 28, "call": 14, "container": 18, "payload": 10}

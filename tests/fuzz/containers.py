@@ -3,8 +3,8 @@
 import random
 from collections.abc import Callable
 
-from fuzz import pickles
-from fuzz.zipwriter import Layout, Record, write
+from . import pickles
+from .zipwriter import Layout, Record, write
 
 Change = Callable[[list[Record], Layout, random.Random, bytes], None]
 

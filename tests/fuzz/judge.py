@@ -1,6 +1,6 @@
 """A worker: reads case numbers on stdin, judges each with the check and with torch, prints JSON lines.
 
-    python -B -m fuzz.judge SEED DIRECTORY MEMORY_BYTES     (with tests/ and the repository on PYTHONPATH)
+    python -B -m tests.fuzz.judge SEED DIRECTORY MEMORY_BYTES     (with the repository on PYTHONPATH)
 
 Before each side runs it prints the phase, so that the parent knows which side hung or crashed.
 """
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import torch
 
-from fuzz import cases
-from resumeproof.verify import weights_only
+from resumeproof.common import weights_only
+
+from . import cases
 
 
 def _emit(**fields: object) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import torch
 
-from fuzz import zipwriter
-from fuzz.arguments import Call, saved
-from fuzz.pickles import marker_payload, runs_code
+from . import zipwriter
+from .arguments import Call, saved
+from .pickles import marker_payload, runs_code
 
 HOWS = ("os.system", "builtins.exec", "builtins.eval", "subprocess.getoutput")
 

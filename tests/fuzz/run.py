@@ -74,10 +74,10 @@ class _Pool:
         return sorted(self.outcomes, key=lambda o: o.index)
 
     def _start(self) -> _Worker:
-        path = os.pathsep.join((str(TESTS), str(REPO)))
+        path = str(REPO)  # the package and tests.fuzz
         env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}  # cases.py says why
         proc = subprocess.Popen(
-            [sys.executable, "-B", "-m", "fuzz.judge", str(self.seed), str(self.directory), str(MEMORY)],
+            [sys.executable, "-B", "-m", "tests.fuzz.judge", str(self.seed), str(self.directory), str(MEMORY)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

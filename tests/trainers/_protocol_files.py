@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for the torch-exact writer
-from fuzz.zipwriter import Record, write
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for the torch-exact writer
+from tests.fuzz.zipwriter import Record, write
 
 PROTOCOL = "resume-protocol/1"
 CHECKPOINT, SUMMARY = "checkpoint.pt", "summary.json"
@@ -29,7 +29,7 @@ def run_train_py(argv: list[str]) -> None:
     import runpy
 
     sys.argv = [str(TRAIN), *argv]
-    sys.path.remove(str(TESTS))  # the insertion above, undone
+    sys.path.remove(str(REPO))  # the insertion above, undone
     sys.path[0] = str(REPO)  # as `python -B train.py` sees it: the script's directory first
     runpy.run_path(str(TRAIN), run_name="__main__")
 

@@ -8,7 +8,7 @@
 
 Under torchrun every rank draws the whole global batch from the same global generators and computes
 its rows of it; `options.reduction` says how the gradients are combined (reduce.py). Checkpoints are
-DCP directories loaded through a reader that never unpickles arbitrary code (dcp.py). Without a
+DCP directories loaded through a reader that never unpickles arbitrary code (dcp_io.py). Without a
 launcher, `parallel` returns the kit's single-process calls unchanged. docs/distributed.md.
 
 Importing this package is cheap; torch.distributed.checkpoint and FSDP load only under a launcher.

@@ -18,17 +18,17 @@ from typing import Any
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor
 
+from resumeproof.common import dcp_check
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.kit import layout, resume
 from resumeproof.kit.checkpoint import CheckpointError, save_directory
-from resumeproof.kit.distributed import agree, dcp, state
+from resumeproof.kit.distributed import agree, dcp_io, state
 from resumeproof.kit.distributed.options import OTHER_RANKS_DATA, OTHER_RANKS_RNG, RANK_PARTS, Options
 from resumeproof.kit.distributed.reduce import KINDS, LossOf
 from resumeproof.kit.distributed.rundir import SharedRunDir, complete
 from resumeproof.kit.distributed.world import World, broadcast, on_main
 from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.summary import write_summary
-from resumeproof.verify import dcp as check
 
 
 class Group:
@@ -85,15 +85,15 @@ class Group:
         local, tensors, extra = state.capture(t, config, identity, provenance, saved_by)
         if self.guard:
             agree.check(self.world, agree.sections(extra, tensors), path)
-        everything = {**local, state.RNG: tensors, state.EXTRA: dcp.json_tensor(extra)} if self.world.main else local
+        everything = {**local, state.RNG: tensors, state.EXTRA: dcp_io.json_tensor(extra)} if self.world.main else local
         if not self.world.main:
             folder = path.with_name(broadcast(self.world, None))
-            dcp.save(everything, folder)
+            dcp_io.save(everything, folder)
             return broadcast(self.world, None)
 
         def write(folder: Path) -> None:
             broadcast(self.world, folder.name)  # every rank writes into the folder rank 0 made
-            dcp.save(everything, folder)  # returns once `.metadata` is written: every rank has written
+            dcp_io.save(everything, folder)  # returns once `.metadata` is written: every rank has written
             _read_back(folder)
 
         return broadcast(self.world, save_directory(path, write))
@@ -118,11 +118,11 @@ def _restore(loaded: state.Loaded, view: dict[str, Any], t: layout.Training, omi
 
 
 def _read_back(folder: Path) -> None:
-    """What dcp.save wrote passes the verifier's own checks: a state they would refuse is never committed."""
+    """What DCP wrote passes the torch-free checks: a state they would refuse is never committed."""
     try:
-        for name, items in check.check_files(folder, check.read(folder)).items():
-            check.check_data_file(folder / name, items=items)
-    except check.DcpError as err:
+        for name, items in dcp_check.check_files(folder, dcp_check.read(folder)).items():
+            dcp_check.check_data_file(folder / name, items=items)
+    except dcp_check.DcpError as err:
         raise CheckpointError(f"refusing to write it: {err}") from None
 
 

@@ -18,7 +18,7 @@ import torch.distributed as dist
 
 from resumeproof.common import protocol
 from resumeproof.kit.checkpoint import CheckpointError, verify_manifest
-from resumeproof.kit.distributed import dcp, state
+from resumeproof.kit.distributed import dcp_io, state
 from resumeproof.kit.distributed.world import World, broadcast, gather_ints, on_main
 from resumeproof.kit.rundir import RunDir, Save, serve
 from resumeproof.kit.signals import Requests
@@ -81,9 +81,9 @@ def complete(path: Path) -> int:
     if not path.is_dir():
         raise CheckpointError(f"{path}: not a DCP checkpoint directory")
     verify_manifest(path, suffix="")
-    dcp.read_metadata(path)
+    dcp_io.read_metadata(path)
     try:
-        progress = dcp.from_json_tensor(dcp.read_item(path, state.EXTRA))["progress"]["step"]
+        progress = dcp_io.from_json_tensor(dcp_io.read_item(path, state.EXTRA))["progress"]["step"]
     except (ValueError, KeyError, TypeError) as err:
         raise CheckpointError(f"{path}: its progress is unreadable ({type(err).__name__})") from None
     if not isinstance(progress, int):

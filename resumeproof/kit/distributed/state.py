@@ -12,7 +12,7 @@ DCP keys, nested:
 Everything but `model` and `optim` is global: every rank draws from the same streams and holds the
 same bytes. Rank 0 alone saves them, after the ranks compared digests (agree.py): DCP keeps one
 arbitrary copy of a key several ranks save, and would hide a rank that drifted.
-A load is held to the same checks as a file checkpoint: after dcp.load the state is put in the
+A load is held to the same checks as a file checkpoint: after dcp_io.load the state is put in the
 layout's form (optimizer state by parameter index) for layout.validate, then restored with
 set_state_dict.
 """
@@ -28,7 +28,7 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_model_st
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.kit import layout
 from resumeproof.kit.checkpoint import CheckpointError
-from resumeproof.kit.distributed import dcp
+from resumeproof.kit.distributed import dcp_io
 from resumeproof.kit.identity import versions
 
 MODEL, OPTIM, RNG, EXTRA = "model", "optim", "rng", "extra"
@@ -39,7 +39,7 @@ SAVED_BY = "saved_by"  # in extra: world size and reduction of the run that wrot
 @dataclass(frozen=True)
 class Loaded:
     view: dict[str, Any]  # the layout's form, for layout.validate and the resume's Start
-    model: dict[str, Any]  # as dcp.load filled them (DTensor shards under FSDP2), for set_state_dict
+    model: dict[str, Any]  # as dcp_io.load filled them (DTensor shards under FSDP2), for set_state_dict
     optim: dict[str, Any]
     groups: list[dict[str, Any]]  # param_groups by parameter name
 
@@ -74,11 +74,11 @@ def capture(
 
 
 def load(folder: Path, t: layout.Training) -> Loaded:
-    """dcp.load of every key this run knows (and no other) into tensors shaped by this run, in the layout's form."""
-    metadata = dcp.read_metadata(folder)
+    """dcp_io.load of every key this run knows (and no other) into tensors shaped by this run, in the layout's form."""
+    metadata = dcp_io.read_metadata(folder)
     saved = metadata.state_dict_metadata
     model, optim = state_dicts(t, shapes=True)
-    # Copies: DSD hands out the live parameters, and dcp.load writes in place. Loading into them
+    # Copies: DSD hands out the live parameters, and dcp_io.load writes in place. Loading into them
     # would restore the model before restore() decides whether to (a resume told to omit it).
     target: dict[str, Any] = {MODEL: _copies(model), OPTIM: _copies(optim["state"]) if _holds(saved, OPTIM) else {}}
     target[RNG] = {key.split(".", 1)[1]: _empty(saved, key) for key in saved if key.startswith(f"{RNG}.")}
@@ -88,9 +88,9 @@ def load(folder: Path, t: layout.Training) -> Loaded:
         extra, missing = sorted(set(saved) - planned), sorted(planned - set(saved))
         said = f"holds {', '.join(extra[:3])}, which this run does not know" if extra else f"lacks {missing[0]}"
         raise CheckpointError(f"{folder}: {said}; refusing to resume")
-    dcp.load(target, folder, metadata)
+    dcp_io.load(target, folder, metadata)
     try:
-        extra = dcp.from_json_tensor(target[EXTRA])
+        extra = dcp_io.from_json_tensor(target[EXTRA])
         groups = _tuples_like(extra["param_groups"], optim["param_groups"])
     except (ValueError, KeyError, TypeError) as err:
         raise CheckpointError(f"{folder}: its extra state is unreadable ({type(err).__name__}); refusing") from None

@@ -18,10 +18,10 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent))  # tests/, for the fuzz package
+sys.path.insert(0, str(HERE.parents[2]))  # the repository, for tests.fuzz
 
-from fuzz import zipwriter  # noqa: E402
-from fuzz.pickles import P, marker_payload  # noqa: E402
+from tests.fuzz import zipwriter  # noqa: E402
+from tests.fuzz.pickles import P, marker_payload  # noqa: E402
 
 
 def saved(obj: object) -> tuple[str, list[zipwriter.Record]]:

@@ -1,0 +1,65 @@
+"""The pytest plugin: a user's test proves a resume exact, fails with an actionable message, runs under xdist."""
+
+import subprocess
+import sys
+import textwrap
+
+from tests.helpers import REPO, TRAINERS
+
+PROJECT = REPO / "examples" / "user_project"
+
+
+def pytest_in(directory, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-B", "-m", "pytest", "-q", *args], cwd=directory, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_the_example_user_project_passes_its_own_resume_tests():
+    proc = pytest_in(PROJECT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout
+
+
+def test_the_example_user_project_passes_under_xdist_with_two_workers():
+    proc = pytest_in(PROJECT, "-n", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout
+
+
+def test_a_faulty_trainer_fails_the_users_test_with_the_diagnosis_in_the_message(tmp_path):
+    faulty = f"{sys.executable} -B {TRAINERS / 'forgets_optimizer.py'}"
+    (tmp_path / "test_faulty.py").write_text(
+        textwrap.dedent(f"""
+            def test_resume(resume_verification):
+                result = resume_verification({faulty!r}, steps=4, interrupt_at=2)
+                assert result, result.explanation
+        """)
+    )
+    proc = pytest_in(tmp_path, "-p", "no:cacheprovider")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "FAILED resumed (from step 2) concordant with continuous: first mismatch history[3].loss" in out
+    assert "diagnosis resumed: likely lost optimizer at update 4" in out
+    assert "verification.json" in out
+
+
+FOREIGN_SESSION = """
+import sys, pytest
+code = pytest.main(["-q", "-p", "no:cacheprovider", sys.argv[1]])
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "rich", "click", "numpy"))
+print("LOADED", loaded)
+print("PLUGIN", "resumeproof.pytest_plugin" in sys.modules)
+sys.exit(code)
+"""
+
+
+def test_a_session_that_does_not_use_it_pays_nothing_for_it(tmp_path):
+    (tmp_path / "test_other.py").write_text("def test_arithmetic():\n    assert 1 + 1 == 2\n")
+    proc = subprocess.run(
+        [sys.executable, "-B", "-c", FOREIGN_SESSION, str(tmp_path / "test_other.py")],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PLUGIN True" in proc.stdout  # registered through the entry point, no conftest
+    assert "LOADED []" in proc.stdout  # and it brought in neither torch nor the verifier's libraries

@@ -1,0 +1,251 @@
+"""train.py under torchrun (gloo, CPU): the same trajectory at 1, 2 and 4 processes, exact resumes on another
+number of processes (DDP, FSDP2, the canonical reduction), the rank-local faults, dead ranks, tampered DCP
+metadata, the torchrun chaos test and two agents on one machine. Launches are few and shared by fixtures."""
+
+import json
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from resumeproof.common import dcp_check, protocol
+from resumeproof.verify import accept
+from resumeproof.verify.compare import compare_keys, merge
+from resumeproof.verify.trajectories import TrajectoryError
+from tests.helpers import REPO, TRAINERS, code_that_touches, read_verification, rewrite_metadata, run_verify
+
+TORCHRUN = (sys.executable, "-m", "torch.distributed.run")
+TRAIN = REPO / "train.py"
+LAUNCH_TIMEOUT = 300  # generous: four ranks on two shared cores
+
+
+def launch(world: int, *extra: str, script: Path = TRAIN) -> list[str]:
+    return [*TORCHRUN, "--standalone", "--nproc-per-node", str(world), str(script), *extra]
+
+
+def command(world: int, *extra: str, script: Path = TRAIN) -> str:
+    return shlex.join(launch(world, *extra, script=script))
+
+
+def torchrun(argv: list[str], timeout: float = LAUNCH_TIMEOUT) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def summary(run: Path) -> dict:
+    return json.loads((run / protocol.SUMMARY).read_text())
+
+
+def compared(a: dict, b: dict):
+    return merge(compare_keys(a, b, protocol.COMPARED_KEYS, 1e-12).values())
+
+
+def identical(a: dict, b: dict) -> bool:
+    return all(a[key] == b[key] for key in protocol.COMPARED_KEYS)
+
+
+def verification(tmp_path_factory, name: str, *args: str) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    out = tmp_path_factory.mktemp("dist") / name
+    proc = run_verify("--output", str(out), *args, timeout=2 * LAUNCH_TIMEOUT)
+    report = out / "verification.json"
+    return proc, read_verification(report) if report.is_file() else {}, out
+
+
+@pytest.fixture(scope="module")
+def grow(tmp_path_factory):
+    """DDP: interrupted at 1 process, resumed at 2 (growing), with the two rank-local faults, and the two
+    parts a DCP resume restores through set_state_dict rather than as a file checkpoint does."""
+    faults = ("--faults", "other-ranks.data,other-ranks.rng,model,optimizer")
+    return verification(tmp_path_factory, "grow", "--train-cmd", command(1), "--resume-cmd", command(2), *faults)
+
+
+@pytest.fixture(scope="module")
+def canonical(tmp_path_factory):
+    """The canonical reduction: interrupted at 2 processes, resumed at 4."""
+    train, resume = command(2, "--reduction", "canonical"), command(4, "--reduction", "canonical")
+    return verification(tmp_path_factory, "canonical", "--train-cmd", train, "--resume-cmd", resume)
+
+
+@pytest.fixture(scope="module")
+def fsdp(tmp_path_factory):
+    """FSDP2: interrupted at 2 processes (sharded), resumed at 1 (resharded, shrinking)."""
+    train, resume = command(2, "--reduction", "fsdp"), command(1, "--reduction", "fsdp")
+    return verification(tmp_path_factory, "fsdp", "--train-cmd", train, "--resume-cmd", resume)
+
+
+def test_a_ddp_run_interrupted_at_1_process_resumes_exactly_at_2(grow):
+    proc, doc, _ = grow
+    assert proc.returncode == 0, proc.stderr
+    assert doc["positive"] and doc["comparison"]["full_resume"]["verdict"] == "concordant"
+
+
+def test_a_data_position_or_generators_restored_on_rank_0_only_are_caught_by_the_fault_matrix(grow):
+    _, doc, _ = grow
+    for part in ("other-ranks.data", "other-ranks.rng"):
+        fault = doc["faults"][part]
+        assert fault["detected"] and not fault["identical_to_full_resume"], part
+        assert "history.loss" in fault["caught_by"], part  # rank 1 trained on other rows, other noise
+    assert doc["blind_to"] == []
+
+
+@pytest.mark.parametrize("part", ["model", "optimizer"])
+def test_a_dcp_resume_that_omits_the_model_or_optimizer_really_leaves_it_unrestored(grow, part):
+    """dcp.load writes in place: loading into the live parameters would restore an omitted model."""
+    fault = grow[1]["faults"][part]
+    assert fault["detected"] and fault["diagnosis"]["lost"] == part
+
+
+def test_continuous_runs_at_1_2_and_4_processes_agree_and_1_is_the_single_process_run(
+    grow, fsdp, continuous_run, tmp_path
+):
+    four = tmp_path / "w4"
+    proc = torchrun(launch(4, "--steps", "10", "--output", str(four)))
+    assert proc.returncode == 0, proc.stderr
+    one, two = summary(grow[2] / "continuous"), summary(fsdp[2] / "continuous")  # DDP at 1, FSDP2 at 2
+    assert identical(one, summary(continuous_run))  # torchrun at W=1 computes the single process's bits
+    for other in (two, summary(four)):
+        result = compared(one, other)
+        assert result.concordant, result.mismatches[:3]
+        assert result.max_abs_diff < 1e-14  # another order of summation: a few ulp
+
+
+def test_the_canonical_reduction_is_bit_identical_at_1_2_and_4_processes_and_across_a_resume(canonical, tmp_path):
+    proc, doc, out = canonical
+    assert proc.returncode == 0, proc.stderr
+    full = doc["comparison"]["full_resume"]
+    assert full["verdict"] == "concordant" and full["max_deviation"] == 0.0 and full["max_state_deviation"] == 0.0
+    two = summary(out / "continuous")
+    for world, reduction in ((1, "canonical"), (2, "fsdp-canonical")):
+        run = tmp_path / f"{reduction}-{world}"
+        launched = torchrun(launch(world, "--steps", "10", "--output", str(run), "--reduction", reduction))
+        assert launched.returncode == 0, launched.stderr
+        assert identical(two, summary(run)), (world, reduction)
+
+
+def test_an_fsdp2_run_interrupted_at_2_processes_resumes_resharded_at_1(fsdp):
+    proc, doc, out = fsdp
+    assert proc.returncode == 0, proc.stderr
+    resume = command(1, "--reduction", "fsdp")
+    assert doc["resume_cmd"] == resume and doc["comparison"]["full_resume"]["verdict"] == "concordant"
+    kinds = {f["path"]: f["kind"] for f in doc["trajectories"]["interrupted"]["checkpoint_files"]}
+    assert kinds == {".metadata": "dcp-metadata", "__0_0.distcp": "dcp-data", "__1_0.distcp": "dcp-data"}
+    meta = summary(out / "continuous")["meta"], summary(out / "resumed")["meta"]
+    assert [(m["world_size"], m["backend"], m["reduction"], len(m["workers"])) for m in meta] == [
+        (2, "gloo", "fsdp", 2), (1, "gloo", "fsdp", 1),
+    ]  # fmt: skip
+    layout = dcp_check.read(out / "interrupted" / protocol.CHECKPOINT)
+    files_of = {}
+    for item in layout.items:
+        files_of.setdefault(item.fqn, set()).add(item.file)
+    assert files_of["model.hidden.weight"] == {"__0_0.distcp", "__1_0.distcp"}  # one shard per rank
+    assert files_of["optim.hidden.weight.exp_avg"] == {"__0_0.distcp", "__1_0.distcp"}  # Adam's state too
+
+
+def test_a_rank_killed_mid_run_fails_the_trajectory_within_seconds_naming_the_rank(tmp_path):
+    # The timeout is generous (two launches on shared cores take about 10 s); a hang would take 600 s.
+    dying = command(2, script=TRAINERS / "rank_dies.py")
+    proc = run_verify("--output", tmp_path / "v", "--train-cmd", dying, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    error = read_verification(tmp_path / "v" / "verification.json")["error"]
+    assert "rank 1 (local rank 1, pid" in error and "was killed by SIGKILL" in error, error
+
+
+def test_a_tampered_metadata_is_refused_by_the_trainer_under_torchrun_and_never_runs(grow, tmp_path):
+    marker = tmp_path / "ran"
+    folder = tmp_path / "tampered" / protocol.CHECKPOINT
+    shutil.copytree(grow[2] / "interrupted" / protocol.CHECKPOINT, folder)
+    shutil.copy(grow[2] / "interrupted" / "checkpoint.pt.sha256", folder.parent)
+    rewrite_metadata(folder, lambda m: m.storage_meta.modules.append(code_that_touches("os.system", marker)))
+    proc = torchrun(launch(2, "--steps", "5", "--output", str(tmp_path / "r"), "--resume", str(folder)))
+    assert proc.returncode != 0
+    assert "names posix.system, outside the DCP allowlist; refusing to resume" in proc.stderr
+    with pytest.raises(TrajectoryError, match=r"posix\.system"):
+        accept.checkpoint(folder)
+    assert not marker.exists() and not (tmp_path / "r").exists()
+
+
+def test_ranks_whose_global_state_drifted_refuse_to_save(tmp_path):
+    proc = torchrun(launch(2, "--steps", "4", "--output", str(tmp_path / "r"), script=TRAINERS / "rank_drifts.py"))
+    assert proc.returncode != 0
+    assert "rank 1 holds another rng-numpy than rank 0; refusing to save" in proc.stderr
+    assert not (tmp_path / "r" / protocol.CHECKPOINT).exists()
+
+
+def test_a_short_torchrun_chaos_run_killing_ranks_loses_nothing(tmp_path):
+    train = shlex.join([*TORCHRUN, "--standalone", "--nproc-per-node", "2", "--max-restarts", "4", str(TRAIN)])
+    args = ("chaos", "--output", tmp_path / "c", "--kill", "rank", "--kills", "2", "--steps", "6", "--seed", "2")
+    proc = run_verify(*args, "--train-cmd", train, timeout=2 * LAUNCH_TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "c" / "verification.json").read_text())
+    assert all(doc["checks"].values()) and len(doc["kills"]) == 2
+    assert all(k["signal"] == "SIGKILL" and k["rank"] in (0, 1) for k in doc["kills"])
+    assert doc["trainer_starts"] == 3  # torchrun restarted the group after each kill
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def test_two_torchrun_agents_with_a_c10d_rendezvous_resume_as_one_node(grow, tmp_path):
+    two = tmp_path / "two-nodes"
+    agent = [
+        *TORCHRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", f"localhost:{free_port()}", "--rdzv-id", "two-nodes", "--rdzv-conf", "join_timeout=120",
+        "--max-restarts", "0", str(TRAIN), "--steps", "5", "--output", str(two),
+    ]  # fmt: skip
+    agents = [subprocess.Popen(agent, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(2)]
+    outputs = [a.communicate(timeout=LAUNCH_TIMEOUT)[0].decode(errors="replace") for a in agents]
+    assert [a.returncode for a in agents] == [0, 0], outputs
+    assert summary(two)["meta"]["world_size"] == 2
+    one = tmp_path / "one-node"
+    proc = torchrun(launch(1, "--steps", "5", "--output", str(one), "--resume", str(two / protocol.CHECKPOINT)))
+    assert proc.returncode == 0, proc.stderr
+    result = compared(summary(grow[2] / "continuous"), summary(one))
+    assert result.concordant, result.mismatches[:3]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--reduction", "canonical"), "--reduction needs a launcher"),
+        (("--resume", "{dcp}", "--omit=other-ranks.data"), "--omit=other-ranks.data: a single process has no other"),
+        (("--resume", "{dcp}"), "a DCP checkpoint directory resumes under torchrun"),
+    ],
+)
+def test_without_a_launcher_what_needs_one_is_refused(fsdp, tmp_path, args, said):
+    dcp_dir = str(fsdp[2] / "interrupted" / protocol.CHECKPOINT)
+    argv = [sys.executable, "-B", str(TRAIN), "--steps", "1", "--output", str(tmp_path / "x")]
+    proc = subprocess.run([*argv, *(a.format(dcp=dcp_dir) for a in args)], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("resume", "said"),
+    [
+        ("--resume", "not a DCP checkpoint directory"),
+        ("--resume-flat", "--resume-flat: a flat file resumes one process, not a torchrun group"),
+    ],
+)
+def test_under_a_launcher_what_resumes_one_process_is_refused(interrupted_run, tmp_path, resume, said):
+    source = interrupted_run / protocol.CHECKPOINT
+    if resume == "--resume-flat":
+        source = tmp_path / "flat.bin"
+        export = [
+            sys.executable,
+            "-B",
+            "-m",
+            "resumeproof",
+            "flat",
+            "export",
+            str(interrupted_run / protocol.CHECKPOINT),
+        ]
+        subprocess.run([*export, str(source)], cwd=REPO, check=True, capture_output=True)
+    proc = torchrun(launch(1, "--steps", "6", "--output", str(tmp_path / "x"), resume, str(source)))
+    assert proc.returncode != 0 and said in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "x" / protocol.CHECKPOINT).exists()

@@ -1,0 +1,62 @@
+"""The installed `resumeproof` command and its thin entry points: help, one error path, --debug."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+COMMAND = Path(sys.executable).with_name("resumeproof")  # what the README install puts beside the interpreter
+
+
+def resumeproof(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(COMMAND), *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ((), "verify"),
+        (("verify",), "--train-cmd"),
+        (("chaos",), "--kills"),
+        (("flat",), "export"),
+        (("flat", "export"), "CHECKPOINT OUT"),
+        (("flat", "inspect"), "PATH"),
+    ],
+)
+def test_every_command_has_help(args, says):
+    proc = resumeproof(*args, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert says in proc.stdout
+
+
+def test_the_script_and_the_command_are_the_same_verifier():
+    script = subprocess.run(
+        [sys.executable, "-B", "verify_resume.py", "--help"], cwd=REPO, capture_output=True, text=True
+    )
+    command = resumeproof("verify", "--help")
+    assert script.stdout.replace("verify_resume.py", "resumeproof verify") == command.stdout
+
+
+def test_an_existing_output_is_one_line_and_exit_2_and_debug_shows_the_traceback(tmp_path):
+    proc = resumeproof("verify", "--output", tmp_path)
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip() == f"resumeproof verify: error: --output {tmp_path}: already exists; refusing to touch it"
+    )
+    debug = resumeproof("verify", "--output", tmp_path, "--debug")
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_a_bad_option_value_names_the_option(tmp_path):
+    proc = resumeproof("verify", "--output", tmp_path / "v", "--interrupt-at", "0")
+    assert proc.returncode == 2 and "--interrupt-at" in proc.stderr and not (tmp_path / "v").exists()
+
+
+def test_python_dash_m_resumeproof_is_the_command():
+    proc = subprocess.run([sys.executable, "-m", "resumeproof", "--help"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == resumeproof("--help").stdout.replace(
+        "resumeproof", "python -m resumeproof"
+    )
