@@ -13,24 +13,20 @@ The target is at most 2 times. Then the read-back step alone on a warm page cach
 Prints figures only.
 """
 
+import dataclasses
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import click
+import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.argv[0] = "train.py"
-
-import torch  # noqa: E402
-
-import train  # noqa: E402
-from resumeproof.common import weights_only  # noqa: E402
-from resumeproof.kit import checkpoint, layout  # noqa: E402
+from resumeproof.common import weights_only
+from resumeproof.kit import checkpoint
+from resumeproof.reference import train
 
 READ_BACK = {
     "check": weights_only.check,
@@ -71,7 +67,7 @@ def measure(hidden: int, directory: Path) -> tuple[int, int, float, float, dict[
     raw = raw_write(directory / f"raw-{hidden}-before.bin", bytes(_size_hint(hidden)))  # same disk, same size
     os.sync()
     start = time.perf_counter()
-    checkpoint.save(path, layout.capture(t, train.asdict(exp), identity, []))
+    checkpoint.save(path, train.checkpoint(t, par, dataclasses.asdict(exp), identity, []))
     written = time.perf_counter() - start
     raw = statistics.median([raw, raw_write(directory / f"raw-{hidden}-after.bin", path.read_bytes())])
     n_params, size = sum(p.numel() for p in t.model.parameters()), path.stat().st_size

@@ -34,14 +34,13 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
 
 def _worker(hidden: int, out: Path, repeats: int) -> None:
     """One rank (or the single process): build train.py's model, take one update, time the writes."""
-    sys.path.insert(0, str(REPO))
-    sys.argv[0] = "train.py"
+    import dataclasses
+
     import torch
     import torch.distributed as dist
 
-    import train
-    from resumeproof.kit import layout
     from resumeproof.kit.distributed import dcp_io, state
+    from resumeproof.reference import train
 
     options = train.kit.distributed.Options()
     with train.kit.distributed.session("benchmark", False, options) as world:
@@ -51,17 +50,18 @@ def _worker(hidden: int, out: Path, repeats: int) -> None:
         t = train.build(exp, par.prepare)
         x, y = train.load_data(exp)
         t.history.append(train.train_step(exp, t, x, y, par))
-        config, identity = train.asdict(exp), train.kit.identity(train.CODE, [train.DATA_FILE])
+        config, identity = dataclasses.asdict(exp), train.kit.identity(train.CODE, [train.DATA_FILE])
         times: dict[str, list[float]] = {"raw": [], "kit": []}
         group = dist if world is not None else None
         for i in range(repeats):
+            everything = train.checkpoint(t, par, config, identity, [])
             if world is None:
-                raw = functools.partial(_torch_save, layout.capture(t, config, identity, []), out / f"raw-{i}")
+                raw = functools.partial(_torch_save, everything, out / f"raw-{i}")
             else:
-                local, tensors, extra = state.capture(t, config, identity, [], {"world_size": world.size})
+                local, tensors, extra = state.split(everything, {"world_size": world.size})
                 mine = {**local, state.RNG: tensors, state.EXTRA: dcp_io.json_tensor(extra)} if world.main else local
                 raw = functools.partial(dcp_io.save, mine, out / f"raw-{i}")
-            kit = functools.partial(par.save, out / f"kit-{i}.pt", t, config, identity, [])
+            kit = functools.partial(par.save, out / f"kit-{i}.pt", everything)
             times["raw"].append(_timed(raw, group))
             times["kit"].append(_timed(kit, group))
         if world is None or world.main:

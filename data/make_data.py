@@ -1,4 +1,6 @@
-"""Regenerate data/synthetic.csv byte for byte: python -B data/make_data.py [OUT]
+"""Regenerate the reference experiment's data, resumeproof/reference/synthetic.csv, byte for byte:
+
+    python -B data/make_data.py [OUT]
 
 24 rows of (x1, x2) drawn uniformly from [-1, 1] and a target from a fixed relation plus noise.
 Floats are written with repr(), the shortest text that reads back to the identical float64,
@@ -11,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 ROWS, SEED, NOISE = 24, 20240501, 0.05
-OUT = Path(__file__).with_name("synthetic.csv")
+OUT = Path(__file__).resolve().parent.parent / "resumeproof" / "reference" / "synthetic.csv"  # package data
 
 
 def target(x1: float, x2: float) -> float:

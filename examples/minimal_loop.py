@@ -28,7 +28,7 @@ if args.resume:
         if part not in args.omit:
             thing.load_state_dict(state[part])
     step, history = state["step"], state["history"]
-    gens.restore(state["rng"], [name for name in gens.names if f"rng-{name}" not in args.omit])  # last
+    gens.restore(state["rng"], args.restored_generators(gens.names))  # last: nothing may draw before the loop
 
 for _ in range(args.steps):
     rows = order.take(4, gens["numpy"])

@@ -44,8 +44,8 @@ order.set_state(epoch_start)
 batches = iter(loader)
 for _ in range(taken):  # fetched and discarded: the same draws as the first run made, nothing trained
     next(batches)
-restored = [name for name in generators.names if run.restores(f"rng-{name}")]  # protocol: --omit
-generators.restore(state.get("rng", {}), restored)  # last: fetching above drew from them
+if run.resume is not None:  # protocol: the generators --omit does not name, last: fetching above drew from them
+    generators.restore(state["rng"], run.args.restored_generators(generators.names))
 
 while not run.done():  # protocol
     try:

@@ -1,9 +1,10 @@
 """resumeproof: prove that a PyTorch training run resumes exactly.
 
-Two sides, one folder each:
+Three layers (docs/architecture.md):
+- `resumeproof.common`: the torch-free words and file formats both sides share.
 - `resumeproof.verify`: the verifier. It judges a training command from outside, as fresh
-  processes, and never imports torch (tests/test_boundary.py proves it).
+  processes, and imports torch only for the opt-in `--torch-load` (tests/test_boundary.py holds it).
 - `resumeproof.kit`: the trainer kit a training loop imports to speak resume-protocol/1.
-`resumeproof.common` holds the torch-free names and file formats both sides share, and
-`resumeproof.cli` the `resumeproof` command.
+On top: `resumeproof.cli` (the `resumeproof` command), the pytest plugin, and `resumeproof.reference`,
+the bundled reference trainer.
 """

@@ -1,12 +1,13 @@
-"""The `resumeproof` command: verify, chaos, flat. The only place that turns outcomes into exit codes.
+"""The `resumeproof` command: verify, chaos, check, flat. The only place that turns outcomes into exit codes.
 
     resumeproof verify --output runs/proof [--train-cmd "python -B my_train.py"]
     resumeproof chaos --output runs/chaos --kills 20
+    resumeproof check received/checkpoint.pt [--json]
     resumeproof flat export runs/a/checkpoint.pt runs/a/flat.bin
 
 Exit codes: 0 passed, 1 a comparison failed, 2 could not complete (one line, `--debug` for the
-traceback). This module and everything the verify and chaos commands import never import torch;
-`flat export` imports it, late.
+traceback). This module and everything the verify, chaos and check commands import never import torch;
+`flat export` and `verify --torch-load` import it, late.
 """
 
 import math
@@ -20,12 +21,13 @@ from typing import Any
 import click
 
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
-from resumeproof.verify import settings as options
+from resumeproof.common.protocol import STANDARD_PARTS
+from resumeproof.verify import settings
 from resumeproof.verify.points import EPOCHS
-from resumeproof.verify.settings import DEFAULT_POINT, FAULT_PARTS, Allowances, Settings, SettingsError
+from resumeproof.verify.result import Verification
+from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings, SettingsError
 
-HERE = Path(__file__).resolve().parent.parent
-DEFAULT_TRAIN_CMD = shlex.join([sys.executable, "-B", str(HERE / "train.py")])
+DEFAULT_TRAIN_CMD = shlex.join([sys.executable, "-B", "-m", "resumeproof.reference"])  # the packaged reference trainer
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
@@ -47,11 +49,12 @@ def _parsed(parse: Callable[[], Any]) -> Any:
 
 
 @click.group(context_settings=CONTEXT)
+@click.version_option(package_name="resumeproof", prog_name="resumeproof", message="%(prog)s %(version)s")
 def main() -> None:
     """Prove that a PyTorch training command resumes exactly (docs/protocol.md)."""
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(name="verify", context_settings=CONTEXT)
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Directory for this verification.")
 @click.option("--steps", type=click.IntRange(min=2), default=10, show_default=True, help="N: continuous updates.")
 @click.option(
@@ -60,7 +63,9 @@ def main() -> None:
 )  # fmt: skip
 @click.option("--atol", type=float, default=1e-12, show_default=True, help="Absolute tolerance; no relative one.")
 @click.option(
-    "--train-cmd", default=DEFAULT_TRAIN_CMD, help="Training command (docs/protocol.md).  [default: train.py]"
+    "--train-cmd",
+    default=DEFAULT_TRAIN_CMD,
+    help="Training command (docs/protocol.md).  [default: the bundled reference trainer]",
 )
 @click.option(
     "--resume-cmd", metavar="CMD",
@@ -73,12 +78,17 @@ def main() -> None:
 )  # fmt: skip
 @click.option(
     "--faults", metavar="all|PART[,PART...]",
-    help=f"Also resume once per omitted part, each must be caught: {', '.join(FAULT_PARTS)}; or flat.",
+    help="Also resume once per omitted part, each must be caught: all (the parts the trainer declares in meta.parts, "
+    f"else {', '.join(STANDARD_PARTS)}), a list of parts, or flat.",
 )  # fmt: skip
 @click.option("--segments", multiple=True, metavar="N1,N2,...", help="Also run a chain of processes (repeatable).")
 @click.option(
     "--check-cadence", is_flag=True,
     help="Also run continuous with --checkpoint-every 1: writing a checkpoint every step must change nothing.",
+)  # fmt: skip
+@click.option(
+    "--repeat", is_flag=True,
+    help="Always repeat the continuous run (it is repeated anyway when a comparison fails); a difference is exit 1.",
 )  # fmt: skip
 @click.option("--plot", is_flag=True, help="Write DIR/verification.png (needs the 'plot' extra: matplotlib).")
 @click.option(
@@ -99,52 +109,53 @@ def main() -> None:
     help="Also write a short Markdown verdict (e.g. $GITHUB_STEP_SUMMARY).",
 )  # fmt: skip
 @_debug_option
-def verify(
-    output, steps, interrupt_at, atol, train_cmd, resume_cmd, jobs, timeout, faults, segments, check_cadence, plot,
-    allow_unsafe_pickle, allow_opaque, torch_load, junit_xml, summary_md, debug,
+def run_verify(
+    output, steps, interrupt_at, atol, train_cmd, resume_cmd, jobs, timeout, faults, segments, check_cadence, repeat,
+    plot, allow_unsafe_pickle, allow_opaque, torch_load, junit_xml, summary_md, debug,
 ) -> None:  # fmt: skip
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
-    from resumeproof.verify import plot as plot_module
     from resumeproof.verify import report
-    from resumeproof.verify.verification import verify as run_verification
+    from resumeproof.verify.plot import INSTALL, available
+    from resumeproof.verify.verification import verify
 
     if not (math.isfinite(atol) and atol >= 0):
         raise click.BadParameter(f"{atol} must be a finite number >= 0", param_hint="--atol")
-    if plot and not plot_module.available():
-        raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {plot_module.INSTALL}")
-    settings = Settings(
-        output=output, steps=steps, points=_parsed(lambda: options.parse_points(interrupt_at, steps)), atol=atol,
-        train_cmd=_parsed(lambda: options.parse_train_cmd(train_cmd)), jobs=jobs, timeout=timeout,
-        torch_load=torch_load, faults=_parsed(lambda: options.parse_faults(faults)),
-        segments=_parsed(lambda: options.parse_segments(segments, steps)), infer_points=interrupt_at == EPOCHS,
+    if plot and not available():
+        raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
+    asked = Settings(
+        output=output, steps=steps, points=_parsed(lambda: settings.parse_points(interrupt_at, steps)), atol=atol,
+        train_cmd=_parsed(lambda: settings.parse_train_cmd(train_cmd)), jobs=jobs, timeout=timeout,
+        torch_load=torch_load, faults=_parsed(lambda: settings.parse_faults(faults)),
+        segments=_parsed(lambda: settings.parse_segments(segments, steps)), infer_points=interrupt_at == EPOCHS,
         cadence=1 if check_cadence else 0, plot=plot,
         allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
-        resume_cmd=_parsed(lambda: options.parse_train_cmd(resume_cmd, "--resume-cmd")) if resume_cmd else None,
+        resume_cmd=_parsed(lambda: settings.parse_train_cmd(resume_cmd, "--resume-cmd")) if resume_cmd else None,
+        repeat=repeat,
     )  # fmt: skip
     out = report.console()
     with exit_on_error(_prog(), debug):
         try:
-            document = run_verification(settings, out)
+            result = verify(asked, out)
         except ResumeproofError as err:  # nothing was run: the CI reports still say why
-            _ci_reports(junit_xml, summary_md, {"error": one_line(err), "train_cmd": train_cmd}, output)
+            _ci_reports(junit_xml, summary_md, Verification(error=one_line(err), train_cmd=train_cmd), output)
             raise
-        _ci_reports(junit_xml, summary_md, document, output)
-    report.print_report(out, document)
-    sys.exit(EXIT_ERROR if document["error"] else EXIT_PASSED if document["all_checks_passed"] else EXIT_FAILED)
+        _ci_reports(junit_xml, summary_md, result, output)
+    report.print_report(out, result)
+    sys.exit(EXIT_ERROR if result.error else EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
 
 
-def _ci_reports(junit_xml: Path | None, summary_md: Path | None, document: dict[str, Any], output: Path) -> None:
+def _ci_reports(junit_xml: Path | None, summary_md: Path | None, result: "Verification", output: Path) -> None:
     if junit_xml is not None:
         from resumeproof.verify import junit
 
-        junit.write(junit_xml, document, output / "verification.json")
+        junit.write(junit_xml, result, output / "verification.json")
     if summary_md is not None:
         from resumeproof.verify import markdown
 
-        markdown.write(summary_md, document, output / "verification.json")
+        markdown.write(summary_md, result, output / "verification.json")
 
 
-@main.command(context_settings=CONTEXT)
+@main.command(name="chaos", context_settings=CONTEXT)
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Directory for this test.")
 @click.option("--kills", type=click.IntRange(min=1), default=20, show_default=True, help="Signals to deliver.")
 @click.option("--steps", type=click.IntRange(min=2), default=30, show_default=True, help="The final global step.")
@@ -154,28 +165,67 @@ def _ci_reports(junit_xml: Path | None, summary_md: Path | None, document: dict[
 @click.option("--timeout", type=click.FloatRange(min=1), default=120.0, show_default=True, help="Seconds per process.")
 @click.option(
     "--train-cmd", default=DEFAULT_TRAIN_CMD,
-    help="Training command supporting --resume auto --until-step --checkpoint-every --pace.  [default: train.py]",
+    help="Training command supporting --resume auto --until-step --checkpoint-every --pace.  [default: the reference]",
 )  # fmt: skip
 @click.option(
     "--kill", type=click.Choice(("process", "rank")), default="process", show_default=True,
     help="process: signal the trainer; rank: SIGKILL one worker of a torchrun --max-restarts launch.",
 )  # fmt: skip
 @_debug_option
-def chaos(output, kills, steps, checkpoint_every, seed, pace, timeout, train_cmd, kill, debug) -> None:
+def run_chaos(output, kills, steps, checkpoint_every, seed, pace, timeout, train_cmd, kill, debug) -> None:
     """Kill, stop and snapshot a long run at random instants; it must lose nothing."""
-    from resumeproof.verify import chaos as supervisor
-    from resumeproof.verify import report
+    from resumeproof.verify import chaos, report
 
-    settings = supervisor.Settings(
-        output=output, train=shlex.split(_parsed(lambda: options.parse_train_cmd(train_cmd))), kills=kills,
+    asked = chaos.Settings(
+        output=output, train=shlex.split(_parsed(lambda: settings.parse_train_cmd(train_cmd))), kills=kills,
         steps=steps, checkpoint_every=checkpoint_every, seed=seed, pace=pace, timeout=timeout, kill=kill,
     )  # fmt: skip
     out = report.console()
     with exit_on_error(_prog(), debug), out.status(f"chaos: {kills} signals into a run of {steps} steps"):
-        document = supervisor.run(settings)
-    report.write(output / "verification.json", document)
-    report.print_chaos(out, document)
-    sys.exit(EXIT_PASSED if document["all_checks_passed"] else EXIT_FAILED)
+        result = chaos.run(asked)
+    report.write(output / "verification.json", result.to_json())
+    report.print_chaos(out, result)
+    sys.exit(EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
+
+
+@main.command(name="check", context_settings=CONTEXT)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="PATH...")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of one line per path.")
+@click.option(
+    "--allow-unsafe-pickle", multiple=True, metavar="GLOB",
+    help="In a directory, accept files matching GLOB that are pickles able to run code (repeatable).",
+)  # fmt: skip
+@click.option(
+    "--allow-opaque", multiple=True, metavar="GLOB",
+    help="In a directory, accept files matching GLOB whose kind cannot be told (repeatable).",
+)  # fmt: skip
+@_debug_option
+def run_check(paths: tuple[Path, ...], as_json: bool, allow_unsafe_pickle, allow_opaque, debug: bool) -> None:
+    """Check checkpoints load under weights_only, without torch and without running them.
+
+    Each PATH is a file, a DCP directory or a framework's checkpoint directory; it passes when
+    torch.load(weights_only=True) would load it. Exit 0: every one would; 1: one is refused; 2: one
+    is missing or unreadable."""
+    import json
+
+    from resumeproof.verify.vet import Verdict, vet
+
+    allow = Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque))
+    with exit_on_error(_prog(), debug):
+        found = [vet(path, allow) for path in paths]
+    if as_json:
+        document = {
+            "accepted": all(v.verdict is Verdict.ACCEPTED for v in found),
+            "paths": [v.to_json() for v in found],
+        }
+        click.echo(json.dumps(document, indent=1))
+    else:
+        for v in found:
+            click.echo(v.line(), err=v.verdict is not Verdict.ACCEPTED)
+    verdicts = {v.verdict for v in found}
+    sys.exit(
+        EXIT_ERROR if Verdict.UNREADABLE in verdicts else EXIT_FAILED if Verdict.REFUSED in verdicts else EXIT_PASSED
+    )
 
 
 @main.group(context_settings=CONTEXT)
@@ -183,36 +233,36 @@ def flat() -> None:
     """The classic flat file of weights and Adam moments: export one from a checkpoint, or inspect one."""
 
 
-@flat.command(context_settings=CONTEXT)
+@flat.command(name="export", context_settings=CONTEXT)
 @click.argument("checkpoint", type=click.Path(path_type=Path))
 @click.argument("out", type=click.Path(path_type=Path))
 @_debug_option
-def export(checkpoint: Path, out: Path, debug: bool) -> None:
+def flat_export(checkpoint: Path, out: Path, debug: bool) -> None:
     """Write OUT (and OUT.sha256) from CHECKPOINT (imports torch)."""
     from resumeproof.common.flatfile import size
-    from resumeproof.kit import flat as flatfile
+    from resumeproof.kit.flat import export
 
     with exit_on_error(_prog(), debug):
-        written = flatfile.export(checkpoint, out)
+        written = export(checkpoint, out)
     n = len(written.weights)
     click.echo(f"{out}: step {written.step}, {n} parameters, {size(n)} bytes")
 
 
-@flat.command(context_settings=CONTEXT)
+@flat.command(name="inspect", context_settings=CONTEXT)
 @click.argument("path", type=click.Path(path_type=Path))
 @_debug_option
-def inspect(path: Path, debug: bool) -> None:
+def flat_inspect(path: Path, debug: bool) -> None:
     """Print the header and sizes of a flat file, and check its length."""
-    from resumeproof.common import flatfile  # torch-free: inspecting needs neither torch nor the kit
+    from resumeproof.common.flatfile import describe  # torch-free: inspecting needs neither torch nor the kit
 
     with exit_on_error(_prog(), debug):
-        lines = flatfile.describe(path)
+        lines = describe(path)
     click.echo("\n".join(lines))
 
 
 def verify_resume() -> None:
     """`python -B verify_resume.py [chaos] ...`: the verify and chaos commands under the script's name."""
     if sys.argv[1:2] == ["chaos"]:
-        chaos(sys.argv[2:], prog_name="verify_resume.py chaos")
+        run_chaos(sys.argv[2:], prog_name="verify_resume.py chaos")
     else:
-        verify(sys.argv[1:], prog_name="verify_resume.py")
+        run_verify(sys.argv[1:], prog_name="verify_resume.py")

@@ -20,19 +20,29 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from resumeproof.verify.result import Verification
+
 
 @dataclass(frozen=True)
-class Verification:
-    """The outcome of one `resumeproof verify`; true when it passed (exit 0)."""
+class Outcome:
+    """One `resumeproof verify` run from a test; true when it passed (exit 0)."""
 
     exit_code: int
     report: Path  # verification.json
-    document: dict[str, Any]  # its content ({} when verification could not start)
+    document: dict[str, Any]  # its content as JSON ({} when verification could not start)
     stderr: str
+
+    @property
+    def verification(self) -> "Verification | None":
+        """The same document as the typed result every report renders (docs/verification-json.md)."""
+        from resumeproof.verify.result import Verification  # late: a session that never verifies never loads it
+
+        return Verification.from_json(self.document) if self.document else None
 
     @property
     def passed(self) -> bool:
@@ -42,42 +52,25 @@ class Verification:
         return self.passed
 
     def __repr__(self) -> str:
-        return f"Verification(exit_code={self.exit_code}, report={str(self.report)!r})"
-
-    def assert_passed(self) -> None:
-        """Fail the test with the whole explanation (a bare `assert result` shows only its first line)."""
-        if not self.passed:
-            raise AssertionError(self.explanation)
+        return f"Outcome(exit_code={self.exit_code}, report={str(self.report)!r})"
 
     @property
     def explanation(self) -> str:
         """What a person needs to act on a failure, in a few lines."""
         if self.passed:
             return f"resumeproof: PASSED ({self.report})"
-        doc, lines = self.document, []
-        if doc.get("error") or not doc:
+        v, lines = self.verification, []
+        if v is None or v.error:
             last = self.stderr.strip().splitlines()[-1:] or ["no output"]
-            lines.append(f"resumeproof could not complete (exit {self.exit_code}): {doc.get('error') or last[0]}")
-        for check in (c for c in doc.get("checks", []) if not c["passed"]):
-            lines.append(f"FAILED {check['name']}: first mismatch {check['first_mismatch']}: {check['detail']}")
-        for name, entry in _diagnosed(doc):
-            found = entry["diagnosis"]
-            step = f" at update {found['step']}" if found.get("step") else ""
-            lines.append(f"diagnosis {name}: likely lost {found['lost']}{step}: {found['explanation']}")
-        if doc.get("blind_to"):
-            lines.append(f"the verification is blind to: {', '.join(doc['blind_to'])}")
+            lines.append(f"resumeproof could not complete (exit {self.exit_code}): {v.error if v else last[0]}")
+        for check in v.failed() if v else []:
+            lines.append(f"FAILED {check.name}: first mismatch {check.first_mismatch}: {check.detail}")
+            if check.diagnosis:
+                lines.append(f"diagnosis {check.id.trajectory or check.name}: {check.diagnosis.sentence()}")
+        if v is not None and v.blind_to:
+            lines.append(f"the verification is blind to: {', '.join(v.blind_to)}")
         lines.append(f"report: {self.report}")
         return "\n".join(lines)
-
-
-def _diagnosed(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    comparison = doc.get("comparison") or {}
-    entries = {**comparison.get("resumes", {}), "resumed-no-rng": comparison.get("no_rng_resume") or {}}
-    failing = [(n, e) for n, e in entries.items() if e.get("diagnosis") and n != "resumed-no-rng"]
-    negative = entries["resumed-no-rng"]
-    if negative.get("diagnosis") and negative.get("identical_to_full_resume"):
-        failing.append(("resumed-no-rng", negative))
-    return failing
 
 
 def default_jobs() -> int:
@@ -102,17 +95,15 @@ def _options(**given: Any) -> list[str]:
 
 
 @pytest.fixture
-def resume_verification(tmp_path: Path) -> Callable[..., Verification]:
-    """`resume_verification(train_cmd, **options)` runs `resumeproof verify` and returns a Verification.
+def resume_verification(tmp_path: Path) -> Callable[..., Outcome]:
+    """`resume_verification(train_cmd, **options)` runs `resumeproof verify` and returns its Outcome.
 
     Options are the command's, in Python spelling: steps=, interrupt_at=, faults=, segments=[...],
     allow_unsafe_pickle=[...], check_cadence=True, atol=, timeout=, jobs= (default: cores / xdist
     workers), cwd= (where the command runs; default: the current directory)."""
     runs = itertools.count()
 
-    def run(
-        train_cmd: str, *, cwd: str | Path | None = None, extra: Sequence[str] = (), **options: Any
-    ) -> Verification:
+    def run(train_cmd: str, *, cwd: str | Path | None = None, extra: Sequence[str] = (), **options: Any) -> Outcome:
         output = tmp_path / f"resumeproof-{next(runs)}"
         options.setdefault("jobs", default_jobs())
         argv = [sys.executable, "-B", "-m", "resumeproof", "verify", "--output", str(output)]
@@ -120,6 +111,6 @@ def resume_verification(tmp_path: Path) -> Callable[..., Verification]:
         proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
         report = output / "verification.json"
         document = json.loads(report.read_text()) if report.is_file() else {}
-        return Verification(proc.returncode, report, document, proc.stderr)
+        return Outcome(proc.returncode, report, document, proc.stderr)
 
     return run

@@ -3,7 +3,8 @@
 - `resumeproof.common` imports nothing of the package above it, and never torch;
 - `resumeproof.verify` imports `common`, never the kit, and torch only in `verify/torch_load.py` (the
   opt-in `--torch-load`), inside a function;
-- `resumeproof.kit` imports `common`, never the verifier.
+- `resumeproof.kit` imports `common`, never the verifier;
+- `resumeproof.reference`, the bundled trainer, is built on the kit alone, like any user's.
 The rules are read off every import statement of every module, nested ones included. Then the
 verifier runs in a fresh interpreter where `import torch` fails (`sys.modules["torch"] = None`):
 a whole verification, chaos and `flat inspect`; the trainers it starts import torch as usual.
@@ -24,9 +25,10 @@ VERIFIER_SIDE = sorted([*(PACKAGE / "verify").rglob("*.py"), *(PACKAGE / "common
 TORCH_LOAD = PACKAGE / "verify" / "torch_load.py"  # the verifier's one opt-in path to torch
 # layer -> the prefixes its modules may never import, at any depth of the module
 FORBIDDEN = {
-    "common": ("torch", "resumeproof.verify", "resumeproof.kit", "resumeproof.cli"),
-    "verify": ("torch", "resumeproof.kit", "resumeproof.cli"),
-    "kit": ("resumeproof.verify", "resumeproof.cli"),
+    "common": ("torch", "resumeproof.verify", "resumeproof.kit", "resumeproof.cli", "resumeproof.reference"),
+    "verify": ("torch", "resumeproof.kit", "resumeproof.cli", "resumeproof.reference"),
+    "kit": ("resumeproof.verify", "resumeproof.cli", "resumeproof.reference"),
+    "reference": ("resumeproof.verify", "resumeproof.cli"),  # the bundled trainer: the kit alone, like any user's
 }
 MODULES = sorted(p for layer in FORBIDDEN for p in (PACKAGE / layer).rglob("*.py"))
 
@@ -58,6 +60,8 @@ def test_the_rules_catch_a_kit_module_that_imports_the_verifier(tmp_path):
     module = tmp_path / "bad.py"
     module.write_text("def f():\n    from resumeproof.verify import accept\n")
     assert ("resumeproof.verify", False) in imported(module)
+
+
 NO_TORCH = "import runpy, sys\nsys.modules['torch'] = None  # any import of torch now fails\n"
 
 

@@ -21,7 +21,7 @@ from resumeproof.kit.checkpoint import save_directory as save_checkpoint_dir
 from resumeproof.kit.data import ShuffledOrder
 from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.generators import Generators
-from resumeproof.kit.identity import identity, versions
+from resumeproof.kit.identity import device_identity, identity, versions
 from resumeproof.kit.run import ProtocolRun, start
 from resumeproof.kit.rundir import RunDir
 from resumeproof.kit.summary import record, to_json, write_summary
@@ -29,7 +29,7 @@ from resumeproof.kit.torch_setup import configure as configure_torch
 
 __all__ = [
     "CheckpointError", "Generators", "ProtocolArgs", "ProtocolRun", "ResumeproofError", "RunDir", "ShuffledOrder",
-    "configure_torch", "distributed", "exit_on_error", "flags", "identity", "layout", "load_checkpoint",
-    "load_checkpoint_dir", "pivot", "record", "refuse_existing", "resume", "save_checkpoint", "save_checkpoint_dir",
-    "start", "to_json", "versions", "write_summary",
+    "configure_torch", "device_identity", "distributed", "exit_on_error", "flags", "identity", "layout",
+    "load_checkpoint", "load_checkpoint_dir", "pivot", "record", "refuse_existing", "resume", "save_checkpoint",
+    "save_checkpoint_dir", "start", "to_json", "versions", "write_summary",
 ]  # fmt: skip

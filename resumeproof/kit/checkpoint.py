@@ -63,6 +63,11 @@ def _verify_written(path: Path, tmp: Path) -> None:
 def load(path: Path, max_bytes: int = MAX_BYTES, purpose: str = "resume") -> dict[str, Any]:
     """The checkpoint at `path` as a dict, once its size, fingerprint and weights_only loading passed;
     `purpose` names what a refusal stops (resume, export)."""
+    return read(path, max_bytes, purpose)[0]
+
+
+def read(path: Path, max_bytes: int = MAX_BYTES, purpose: str = "resume") -> tuple[dict[str, Any], str]:
+    """load(), and the sha256 of the very bytes it unpickled (which ranks compare before they resume)."""
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
     size = path.stat().st_size
@@ -70,7 +75,7 @@ def load(path: Path, max_bytes: int = MAX_BYTES, purpose: str = "resume") -> dic
         raise CheckpointError(f"{path}: size {size} bytes is outside 1..{max_bytes}; refusing to {purpose}")
     data = path.read_bytes()  # hashed and unpickled from the same bytes: nothing can change in between
     try:
-        fingerprint.verify(path, data)
+        digest = fingerprint.verify(path, data)
     except fingerprint.FingerprintError as err:
         raise CheckpointError(f"{err}; refusing to {purpose}") from None
     try:
@@ -83,7 +88,7 @@ def load(path: Path, max_bytes: int = MAX_BYTES, purpose: str = "resume") -> dic
         raise CheckpointError(f"{path}: not a readable torch checkpoint ({type(err).__name__}: {err})") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: holds a {type(state).__name__}, expected a dict")
-    return state
+    return state, digest
 
 
 def save_directory(path: Path, write: Callable[[Path], object]) -> str:

@@ -18,6 +18,7 @@ import torch
 
 from resumeproof.common import fingerprint
 from resumeproof.common.flatfile import Flat, FlatError, decode, describe, encode, read
+from resumeproof.common.protocol import MODEL, OPTIMIZER, PROGRESS
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.checkpoint import load as load_checkpoint
 
@@ -31,13 +32,15 @@ def from_checkpoint(path: Path) -> Flat:
     except CheckpointError as err:
         raise FlatError(str(err)) from None
     try:
-        model, moments = state["model"], state["optimizer"]["state"]
+        model, moments = state[MODEL], state[OPTIMIZER]["state"]
         weights = torch.cat([t.flatten() for t in model.values()])
         m = torch.cat([moments[i]["exp_avg"].flatten() for i in range(len(model))])
         v = torch.cat([moments[i]["exp_avg_sq"].flatten() for i in range(len(model))])
-        step = state["progress"]["step"]
+        step = state[PROGRESS]["step"]
     except (KeyError, TypeError, RuntimeError) as err:
-        raise FlatError(f"{path}: not a train.py checkpoint with Adam moments ({type(err).__name__}: {err})") from None
+        raise FlatError(
+            f"{path}: not a checkpoint of the kit's standard layout with Adam moments ({type(err).__name__}: {err})"
+        ) from None
     return Flat(step, weights.numpy(), m.numpy(), v.numpy())
 
 

@@ -1,15 +1,20 @@
-"""Capture, restore and peek the random generators a training loop draws from, whatever their kind.
+"""Capture, restore and peek the random generators a training loop draws from, whatever their kind and device.
 
 Supported: Python's `random` module (its global generator) and `random.Random` objects; NumPy's
-legacy global (`numpy.random`), `RandomState` and `Generator` objects; `torch.Generator`s,
-`torch.default_generator` included. Frameworks (Accelerate, Lightning, transformers) save and
-restore the *global* ones, so `Generators.global_()` names those three. States are kept as ints,
-strings and tensors, so that a checkpoint holding them loads with `torch.load(weights_only=True)`.
+legacy global (`numpy.random`), `RandomState` and `Generator` objects; `torch.Generator`s on any
+device, `torch.default_generator`, `torch.cuda.default_generators[i]` and
+`torch.Generator(device="cuda")` included (each is peeked on its own device); and `torch.cuda`
+itself, which stands for every visible CUDA device's default generator, saved as one list of
+states in device order, the way `torch.cuda.get_rng_state_all()` saves them. Frameworks
+(Accelerate, Lightning, transformers) save and restore the *global* ones, so
+`Generators.global_()` names those: python, numpy, torch, and cuda where CUDA is available
+(part `rng-cuda`). States are kept as ints, strings, lists and tensors, so that a checkpoint
+holding them loads with `torch.load(weights_only=True)`.
 """
 
 import random
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +24,7 @@ import torch
 from resumeproof.common.errors import ResumeproofError
 
 PYTHON, NUMPY, TORCH = "python", "numpy", "torch"
+CUDA = "cuda"  # every visible CUDA device's default generator, one state per device (torch.cuda.get_rng_state_all)
 
 
 class GeneratorStateError(ResumeproofError):
@@ -98,13 +104,63 @@ class _Torch:
         self.rng.set_state(state)
 
     def draw(self) -> float:
-        return torch.rand((), generator=self.rng, dtype=torch.float64).item()
+        return _draw(self.rng)
 
     def scratch(self) -> "_Torch":
         return _Torch(torch.Generator(device=self.rng.device))
 
 
-_Kind = _Python | _NumpyLegacy | _NumpyGenerator | _Torch
+def _draw(rng: torch.Generator) -> float:
+    """The next float of a torch generator, drawn on its own device (a CUDA generator refuses a CPU draw)."""
+    return torch.rand((), generator=rng, device=rng.device, dtype=torch.float64).item()
+
+
+@dataclass(frozen=True)
+class _CudaDevices:
+    """Every visible CUDA device's default generator, saved and restored through torch.cuda.get_rng_state_all()
+    and set_rng_state_all(), as the frameworks do; or, for check(), scratch generators, one per visible device."""
+
+    rng: Any  # the `torch.cuda` module
+    own: tuple[torch.Generator, ...] | None = None  # scratch generators instead of the devices' default ones
+
+    def generators(self) -> Sequence[torch.Generator]:
+        if self.own is not None:
+            return self.own
+        torch.cuda.init()  # default_generators is filled when CUDA starts
+        return torch.cuda.default_generators[: torch.cuda.device_count()]
+
+    def state(self) -> list[torch.Tensor]:
+        if self.own is not None:
+            return [generator.get_state() for generator in self.own]
+        return list(torch.cuda.get_rng_state_all())  # one uint8 tensor per device, copies on the CPU
+
+    def fits(self, state: list[torch.Tensor]) -> None:
+        """A list of one state per device, for no more devices than are visible."""
+        if not isinstance(state, list | tuple) or not all(isinstance(s, torch.Tensor) for s in state):
+            raise TypeError("expected a list of one state tensor per CUDA device (torch.cuda.get_rng_state_all)")
+        visible = len(self.generators())
+        if len(state) > visible:
+            raise GeneratorStateError(
+                f"{len(state)} CUDA devices saved, {visible} visible: refusing to restore onto fewer devices"
+            )
+
+    def restore(self, state: list[torch.Tensor]) -> None:
+        self.fits(state)
+        # Devices beyond the saved ones keep their state, as set_rng_state_all leaves them.
+        if self.own is not None:
+            for generator, saved in zip(self.own, state, strict=False):
+                generator.set_state(saved)
+        else:
+            torch.cuda.set_rng_state_all(state)  # applied now: generators() started CUDA
+
+    def draw(self) -> list[float]:
+        return [_draw(generator) for generator in self.generators()]
+
+    def scratch(self) -> "_CudaDevices":
+        return _CudaDevices(self.rng, tuple(torch.Generator(device=g.device) for g in self.generators()))
+
+
+_Kind = _Python | _NumpyLegacy | _NumpyGenerator | _Torch | _CudaDevices
 
 
 def _wrap(name: str, rng: Any) -> _Kind:
@@ -116,8 +172,22 @@ def _wrap(name: str, rng: Any) -> _Kind:
         return _NumpyGenerator(rng)
     if isinstance(rng, torch.Generator):
         return _Torch(rng)
+    if rng is torch.cuda:
+        return _CudaDevices(rng)
     kind = rng.__name__ if isinstance(rng, types.ModuleType) else type(rng).__name__
     raise TypeError(f"generator {name!r}: {kind} is not a generator the kit knows how to save")
+
+
+def _refusing(name: str, act: Callable[[Any], None], state: Any) -> None:
+    """act(state), any refusal turned into one GeneratorStateError line naming the generator."""
+    try:
+        act(state)
+    except GeneratorStateError as err:
+        raise GeneratorStateError(f"generator {name!r}: {err}") from None
+    except (KeyError, TypeError, ValueError, OverflowError, RuntimeError, AttributeError) as err:
+        said = " ".join(str(err).split())[:120]  # short: a state can be large, the message stays one line
+        reason = f"{type(err).__name__}: {said}" if said else type(err).__name__
+        raise GeneratorStateError(f"generator {name!r} refuses its saved state ({reason})") from None
 
 
 class Generators:
@@ -128,8 +198,12 @@ class Generators:
 
     @classmethod
     def global_(cls) -> "Generators":
-        """The process-wide generators that frameworks seed, save and restore."""
-        return cls(**{PYTHON: random, NUMPY: np.random, TORCH: torch.default_generator})
+        """The process-wide generators that frameworks seed, save and restore: Python's, NumPy's legacy global,
+        torch's default and, where CUDA is available, every visible device's (named `cuda`)."""
+        named: dict[str, Any] = {PYTHON: random, NUMPY: np.random, TORCH: torch.default_generator}
+        if torch.cuda.is_available():  # does not start CUDA; the first state() or peek() does
+            named[CUDA] = torch.cuda
+        return cls(**named)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -142,16 +216,18 @@ class Generators:
         return {name: kind.state() for name, kind in self._kinds.items()}
 
     def restore(self, state: Mapping[str, Any], names: Iterable[str] | None = None) -> None:
-        """Restore the named generators (all by default); the others keep their current state."""
-        for name in self.names if names is None else names:
+        """Restore the named generators (all by default); the others keep their current state. A missing state,
+        or devices' states for more devices than are visible, is refused before any generator is touched."""
+        chosen = tuple(self.names if names is None else names)
+        for name in chosen:
             if name not in state:
                 raise GeneratorStateError(f"no saved state for generator {name!r} (saved: {', '.join(state)})")
-            try:
-                self._kinds[name].restore(state[name])
-            except (KeyError, TypeError, ValueError, OverflowError, RuntimeError, AttributeError) as err:
-                said = " ".join(str(err).split())[:120]  # short: a state can be large, the message stays one line
-                reason = f"{type(err).__name__}: {said}" if said else type(err).__name__
-                raise GeneratorStateError(f"generator {name!r} refuses its saved state ({reason})") from None
+        for name in chosen:
+            kind = self._kinds[name]
+            if isinstance(kind, _CudaDevices):
+                _refusing(name, kind.fits, state[name])
+        for name in chosen:
+            _refusing(name, self._kinds[name].restore, state[name])
 
     def check(self, state: Mapping[str, Any]) -> None:
         """Restore `state` into fresh generators of the same kinds: a state they would refuse is found now,
@@ -162,8 +238,9 @@ class Generators:
         scratch._kinds = {name: kind.scratch() for name, kind in self._kinds.items()}
         scratch.restore(state)
 
-    def peek(self) -> dict[str, float]:
-        """The next draw of each generator, taken and then undone, so the run is not disturbed."""
+    def peek(self) -> dict[str, float | list[float]]:
+        """The next draw of each generator, taken and then undone, so the run is not disturbed; `cuda` (every
+        device's) gives one draw per device."""
         saved = self.state()
         draws = {name: kind.draw() for name, kind in self._kinds.items()}
         self.restore(saved)

@@ -1,17 +1,27 @@
-"""What a checkpoint records about the run that wrote it: code and data fingerprints, and versions.
+"""What a checkpoint records about the run that wrote it: code and data fingerprints, and versions; and the GPU.
 
 A checkpoint from other code, other data or other Python/torch/NumPy versions is refused unless
 the user accepts it explicitly, and then the differences are recorded where the comparison sees
 them (a resume from a foreign checkpoint must never pass as concordant with an unchanged one).
+`device_identity` describes the GPU a CUDA run computed on, for the summary's `meta`: bit-exact
+results hold on one GPU model, driver, CUDA and cuDNN, with the determinism settings it lists.
 """
 
 import hashlib
+import os
 import platform
+import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
+
+from resumeproof.common.errors import ResumeproofError
+
+NVIDIA_DRIVER_FILE = Path("/proc/driver/nvidia/version")  # Linux: the loaded kernel module's release
+_DRIVER_RELEASE = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s")
 
 
 def versions() -> dict[str, str]:
@@ -28,3 +38,57 @@ def files_sha256(paths: Iterable[Path]) -> str:
 
 def identity(code: Iterable[Path], data: Iterable[Path]) -> dict[str, str]:
     return {"code_sha256": files_sha256(code), "data_sha256": files_sha256(data)}
+
+
+def device_identity(device: str | torch.device) -> dict[str, Any] | None:
+    """The GPU a run computes on (`device`: "cuda", "cuda:1" or a torch.device): name, compute capability, driver,
+    CUDA and cuDNN versions and the determinism settings in force; None for a CPU run. Starts CUDA."""
+    where = torch.device(device)
+    if where.type != "cuda":
+        return None
+    if not torch.cuda.is_available():
+        raise ResumeproofError(f"device {str(device)!r}: CUDA is not available (torch {torch.__version__})")
+    index = where.index if where.index is not None else torch.cuda.current_device()
+    properties = torch.cuda.get_device_properties(index)
+    return {
+        "name": properties.name,
+        "index": index,
+        "devices": torch.cuda.device_count(),
+        "capability": f"{properties.major}.{properties.minor}",
+        "driver": _driver_release(),
+        "driver_cuda": _driver_cuda_version(),
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version(),
+        "deterministic": {
+            "algorithms": torch.are_deterministic_algorithms_enabled(),
+            "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+            "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            "matmul_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+            "cudnn_tf32": bool(torch.backends.cudnn.allow_tf32),
+            "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+        },
+    }
+
+
+def _driver_release() -> str | None:
+    """The NVIDIA driver's release (550.54.15) as the loaded kernel module reports it; None where unreadable."""
+    try:
+        found = _DRIVER_RELEASE.search(NVIDIA_DRIVER_FILE.read_text())
+    except OSError:
+        return None
+    return found.group(1) if found else None
+
+
+def _driver_cuda_version() -> str | None:
+    """The newest CUDA the driver supports (cuDriverGetVersion, 12040 -> "12.4"). Private API, guarded: torch has
+    no public call for it; CPU builds lack the binding, and any failure reads as unknown (None)."""
+    get = getattr(torch._C, "_cuda_getDriverVersion", None)
+    if not callable(get):
+        return None
+    try:
+        version = get()
+    except RuntimeError:
+        return None
+    if not isinstance(version, int) or isinstance(version, bool) or version <= 0:
+        return None
+    return f"{version // 1000}.{version % 1000 // 10}"

@@ -6,8 +6,14 @@ every section present with the right types, shapes and dtypes; every counter des
 instant; the same experiment (config and constant hyper-parameters); and the same code, data
 and versions unless the user accepted a foreign checkpoint, in which case the differences are
 returned so that the run can record them where the comparison sees them.
+
+AMP: where a run has a GradScaler (fp16 mixed precision), its state is the part `scaler`: captured,
+restored unless `--omit=scaler`, its constants checked, and a checkpoint without it refused. A run
+without one (no scaler, or a disabled `GradScaler(enabled=False)`, whose calls pass through) has
+no scaler part, and a checkpoint holding a scaler's state is refused there: it would be dropped.
 """
 
+import math
 import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,17 +23,25 @@ from typing import Any
 import torch
 from torch import nn
 
+from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, PROGRESS, SCALER, SCHEDULER, rng_part, standard_parts
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.data import OrderStateError, ShuffledOrder, is_int
 from resumeproof.kit.generators import Generators, GeneratorStateError
 from resumeproof.kit.identity import versions
 
 FORMAT = "resumeproof-checkpoint/1"
-FORMAT_KEY, MODEL, OPTIMIZER, SCHEDULER, RNG = "format", "model", "optimizer", "scheduler", "rng"
-DATA, PROGRESS, HISTORY, CONFIG, VERSIONS, IDENTITY = "data", "progress", "history", "config", "versions", "identity"
+# The sections that are parts (MODEL, OPTIMIZER, SCHEDULER, DATA, PROGRESS) are the protocol's words; the others:
+FORMAT_KEY, RNG, HISTORY, CONFIG, VERSIONS, IDENTITY = "format", "rng", "history", "config", "versions", "identity"
 PROVENANCE = "provenance"  # the deliberate pivots the run went through, oldest first
 REQUIRED_KEYS = frozenset({FORMAT_KEY, MODEL, OPTIMIZER, SCHEDULER, RNG, DATA, PROGRESS, HISTORY, CONFIG})
 SECTIONS = (MODEL, OPTIMIZER, SCHEDULER, RNG, DATA, PROGRESS, CONFIG, VERSIONS, IDENTITY)  # dicts
+SCALE, GROWTH_TRACKER = "scale", "_growth_tracker"  # the counters of a GradScaler's state_dict; the rest are constants
+
+
+def no_scaler() -> torch.amp.GradScaler:
+    """A disabled GradScaler: what a run without AMP loss scaling has. Its calls pass through (`scale(loss)` is the
+    loss, `step(optimizer)` is `optimizer.step()`, `get_scale()` is 1.0), so one loop serves both."""
+    return torch.amp.GradScaler("cpu", enabled=False)
 
 
 @dataclass(kw_only=True)
@@ -41,11 +55,17 @@ class Training:
     order: ShuffledOrder
     step: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
+    scaler: torch.amp.GradScaler = field(default_factory=no_scaler)  # AMP's; enabled: the part `scaler`
+
+    @property
+    def has_scaler(self) -> bool:
+        """The run scales its loss (fp16 mixed precision): the scaler's state is part of every checkpoint."""
+        return self.scaler.is_enabled()
 
 
-def parts(generator_names: Iterable[str]) -> tuple[str, ...]:
-    """What `--omit` may name: each section, one `rng-NAME` per generator."""
-    return (MODEL, OPTIMIZER, SCHEDULER, *(f"rng-{name}" for name in generator_names), DATA, PROGRESS)
+def parts(generator_names: Iterable[str], scaler: bool = False) -> tuple[str, ...]:
+    """What `--omit` may name: each section, one `rng-NAME` per generator, and `scaler` for a run with a GradScaler."""
+    return (*standard_parts(tuple(generator_names)), *((SCALER,) if scaler else ()))
 
 
 def capture(t: Training, config: dict[str, Any], identity: dict[str, str], provenance: list) -> dict[str, Any]:
@@ -54,6 +74,7 @@ def capture(t: Training, config: dict[str, Any], identity: dict[str, str], prove
         MODEL: dict(t.model.state_dict()),
         OPTIMIZER: t.optimizer.state_dict(),
         SCHEDULER: t.scheduler.state_dict(),
+        **({SCALER: t.scaler.state_dict()} if t.has_scaler else {}),  # the loss scale and its growth tracker
         RNG: t.generators.state(),
         DATA: t.order.state_dict(),
         PROGRESS: {"step": t.step},
@@ -66,8 +87,8 @@ def capture(t: Training, config: dict[str, Any], identity: dict[str, str], prove
 
 
 def restore(state: dict[str, Any], t: Training, omit: Iterable[str] = ()) -> list[str]:
-    """Model, scheduler, optimizer, data position, step and history; an omitted part keeps its freshly
-    built state, exactly what a careless resume does. Returns the generators to restore, which the
+    """Model, scheduler, optimizer, the GradScaler, data position, step and history; an omitted part keeps its
+    freshly built state, exactly what a careless resume does. Returns the generators to restore, which the
     caller does last, right before the loop, so that nothing draws from them in between."""
     omit = set(omit)
     if MODEL not in omit:
@@ -78,11 +99,13 @@ def restore(state: dict[str, Any], t: Training, omit: Iterable[str] = ()) -> lis
         t.scheduler.load_state_dict(state[SCHEDULER])
     if OPTIMIZER not in omit:
         t.optimizer.load_state_dict(state[OPTIMIZER])
+    if t.has_scaler and SCALER not in omit:
+        t.scaler.load_state_dict(state[SCALER])
     if DATA not in omit:
         t.order.load_state_dict(state[DATA])
     if PROGRESS not in omit:
         t.step, t.history = state[PROGRESS]["step"], list(state[HISTORY])
-    return [name for name in t.generators.names if f"rng-{name}" not in omit]
+    return [name for name in t.generators.names if rng_part(name) not in omit]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,12 +123,14 @@ class Expected:
     rows_per_step: int  # how far the data position moves per update
     optimizer_keeps_state: bool  # per-parameter state after the first update (Adam's moments, ...)
     pivot: frozenset[str] = frozenset()  # config and hyper-parameter keys a declared pivot changes
+    scaler: bool = False  # the run has a GradScaler: its state is required (constants in hyper[SCALER])
 
     @classmethod
     def of(cls, t: Training, config: dict[str, Any], identity: dict[str, str], rows_per_step: int,
            pivot: frozenset[str] = frozenset()) -> "Expected":  # fmt: skip
         counters = {"params", "lr", "last_epoch"}  # what a run changes; every other public key is a constant
         groups = t.optimizer.state_dict()["param_groups"]
+        scaler = {k: v for k, v in t.scaler.state_dict().items() if k not in (SCALE, GROWTH_TRACKER)}
         return cls(
             params={name: (tuple(p.shape), p.dtype) for name, p in t.model.state_dict().items()},
             groups=[g["params"] for g in groups],
@@ -113,9 +138,10 @@ class Expected:
             hyper={
                 OPTIMIZER: {k: v for k, v in groups[0].items() if k not in counters},
                 SCHEDULER: {k: v for k, v in t.scheduler.state_dict().items() if k not in counters and k[0] != "_"},
+                **({SCALER: scaler} if t.has_scaler else {}),  # growth and backoff factors, growth interval
             },
             config=config, identity=identity, generators=t.generators, order=t.order,
-            rows_per_step=rows_per_step, pivot=pivot,
+            rows_per_step=rows_per_step, pivot=pivot, scaler=t.has_scaler,
             # Plain SGD may keep nothing per parameter; every other torch optimizer keeps moments or steps.
             optimizer_keeps_state=not isinstance(t.optimizer, torch.optim.SGD),
         )  # fmt: skip
@@ -180,6 +206,25 @@ def _check_sections(state: dict[str, Any], expected: Expected) -> None:
         raise _Refused("scheduler.last_epoch must be an int")
     if not isinstance(state.get(PROVENANCE, []), list):
         raise _Refused("provenance must be a list")
+    _check_scaler(state, expected)
+
+
+def _check_scaler(state: dict[str, Any], expected: Expected) -> None:
+    """The GradScaler's state where the run has one, and none where it has none (it would be dropped unseen)."""
+    if not expected.scaler:
+        if SCALER in state:
+            raise _Refused("scaler: holds a GradScaler's state, and this run has no GradScaler (no fp16 AMP)")
+        return
+    if SCALER not in state:
+        raise _Refused(f"missing {SCALER} (this run has a GradScaler: fp16 mixed precision)")
+    scaler = state[SCALER]
+    if not isinstance(scaler, dict):
+        raise _Refused(f"scaler is a {type(scaler).__name__}, expected a dict (GradScaler.state_dict())")
+    scale, tracker = scaler.get(SCALE), scaler.get(GROWTH_TRACKER)
+    if not (isinstance(scale, int | float) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0):
+        raise _Refused(f"scaler.scale is {_show(scale)}, expected a finite number > 0")
+    if not is_int(tracker) or tracker < 0:
+        raise _Refused(f"scaler._growth_tracker is {_show(tracker)}, expected an int >= 0")
 
 
 def _check_optimizer(optimizer: dict[str, Any], expected: Expected) -> None:
@@ -207,12 +252,16 @@ def _check_instant(state: dict[str, Any], expected: Expected) -> None:
         raise _Refused(f"history does not hold exactly the records of steps 1..{step}")
     if state[SCHEDULER]["last_epoch"] != step:
         raise _Refused(f"scheduler.last_epoch is {state[SCHEDULER]['last_epoch']}, progress.step is {step}")
+    # A GradScaler skips the optimizer's step when a gradient overflowed (and lowers the scale): the optimizer's
+    # count may then trail the updates, never pass them, and be empty if every update so far was skipped.
+    skips = expected.scaler
     for index, moments in state[OPTIMIZER]["state"].items():
         counted = moments.get("step")
         value = counted.item() if isinstance(counted, torch.Tensor) and counted.numel() == 1 else counted
-        if counted is not None and (isinstance(value, bool) or value != step):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if counted is not None and not (number and (value == step or (skips and 0 <= value < step))):
             raise _Refused(f"optimizer.state.{index}.step is {_show(counted)}, progress.step is {step}")
-    if step and not state[OPTIMIZER]["state"] and expected.optimizer_keeps_state:
+    if step and not state[OPTIMIZER]["state"] and expected.optimizer_keeps_state and not skips:
         raise _Refused(f"optimizer state is empty after {step} updates")
     data = state[DATA]
     if data["epoch"] * expected.order.rows + data["cursor"] != step * expected.rows_per_step:
@@ -230,7 +279,7 @@ def _check_experiment(state: dict[str, Any], expected: Expected) -> None:
         raise _Refused(f"written by another experiment: {pairs}")
     # Betas, eps, initial lr, step size, gamma...: restoring them unchecked would let a checkpoint
     # quietly change the experiment.
-    found = {OPTIMIZER: state[OPTIMIZER]["param_groups"][0], SCHEDULER: state[SCHEDULER]}
+    found = {OPTIMIZER: state[OPTIMIZER]["param_groups"][0], SCHEDULER: state[SCHEDULER], SCALER: state.get(SCALER)}
     for section, constants in expected.hyper.items():
         for key, value in constants.items():
             saved = found[section].get(key)

@@ -1,12 +1,15 @@
-"""Where a process starts: a fresh run, an explicit `--resume`, or `--resume auto` in place; in the standard layout.
+"""Where a process continues from: a fresh run, an explicit `--resume`, or `--resume auto` in place.
 
-    run_dir, start = resume.begin(args, training, expected, warn)   # all but the generators restored
-    ...                                                              # (the caller logs its start)
-    start.restore_generators(training)                               # last, right before the loop
+    options = resume.Options(training=t, config=config, identity=identity, rows_per_step=batch, warn=warn)
+    run_dir, resumed = resume.open_run(args, options)   # found, loaded and validated; nothing restored yet
+    if resumed is not None:
+        ...                                             # the trainer restores resumed.state, generators last
 
-A refused checkpoint creates nothing: the run directory is created only after the load passed.
-A declared pivot is applied to the restored run, and both a pivot and an accepted foreign
-checkpoint become `marks` for the first resumed history record, where the comparison sees them.
+A refused checkpoint creates nothing: the run directory is created only after the load passed. Under
+torchrun, kit.distributed's Group does the same with DCP directories (`par.open_run(args, options)`).
+A declared pivot is not held against the checkpoint; the trainer applies it after its restore, and
+both a pivot and an accepted foreign checkpoint become `marks` for the first resumed history record,
+where the comparison sees them.
 """
 
 from collections.abc import Callable
@@ -15,62 +18,77 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.protocol import PROGRESS
 from resumeproof.kit import checkpoint, layout, pivot
 from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.rundir import RunDir
 
-Loaded = tuple[dict[str, Any], list[str]]  # a validated state, and the identity differences accepted
+Pivoted = dict[str, list[float]]  # what pivot.apply_lr changed: key -> [old, new]; {} for no change
 
 
-@dataclass(frozen=True)
-class Start:
-    source: Path | None = None  # what this process continues from
-    rng: dict[str, Any] | None = None  # the saved generator states ...
-    generators: tuple[str, ...] = ()  # ... and the names to restore from them
-    marks: dict[str, Any] = field(default_factory=dict)  # for the first resumed record: override, pivot
-    pivot: dict[str, list[float]] | None = None  # this resume's pivot: key -> [old, new]
-    provenance: tuple[dict[str, Any], ...] = ()  # every pivot of the run so far
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """What a checkpoint must match for this run to continue from it, beyond the protocol's flags."""
 
-    def restore_generators(self, t: layout.Training) -> None:
-        if self.rng is not None:
-            t.generators.restore(self.rng, self.generators)
+    training: layout.Training  # freshly built: shapes, constants and generator kinds a checkpoint must match
+    config: dict[str, Any]  # the experiment: a checkpoint of another one is refused
+    identity: dict[str, str]  # code and data sha256: a checkpoint of others is refused unless accept_foreign
+    rows_per_step: int  # how far the data position moves per update
+    warn: Callable[[str], None]  # what `--resume auto` skipped or removed on the way
+    accept_foreign: bool = False  # --override-identity: resume other code, data or versions, and record it
+    pivot: dict[str, float] = field(default_factory=dict)  # --pivot: the keys it changes are not held against it
+
+    def expected(self) -> layout.Expected:
+        """Read off the freshly built objects: call it before anything is loaded into them."""
+        keys = pivot.changed_keys(self.pivot)
+        return layout.Expected.of(self.training, self.config, self.identity, self.rows_per_step, keys)
+
+    def nothing_found(self) -> None:
+        """A run that starts from scratch: refused if a pivot was declared, since a pivot changes a resumed run."""
+        if self.pivot:
+            raise ResumeproofError("--pivot changes a resumed run; there is nothing to resume here")
 
 
-def begin(
-    args: ProtocolArgs, t: layout.Training, expected: layout.Expected, warn: Callable[[str], None],
-    accept_foreign: bool = False, pivots: dict[str, float] | None = None,
-) -> tuple[RunDir, Start]:  # fmt: skip
-    """Find and validate what to continue from, restore it (all but the generators), open the run directory."""
+@dataclass(frozen=True, kw_only=True)
+class Resumed:
+    """A checkpoint found, loaded and validated; restoring it is the trainer's, section by section, generators last."""
 
-    def load(path: Path) -> Loaded:
-        state = checkpoint.load(path)
-        return state, layout.validate(path, state, expected, accept_foreign)
+    source: Path  # the checkpoint file (or DCP directory) this process continues from
+    state: dict[str, Any]  # its dict; under torchrun model and optimizer as DCP's set_state_dict takes them
+    omit: frozenset[str]  # the parts this process leaves unrestored: --omit's (under torchrun, per rank)
+    foreign: list[str]  # the identity differences --override-identity accepted
+
+    def provenance(self, step: int, pivoted: Pivoted) -> list[dict[str, Any]]:
+        """Every pivot of the run so far, oldest first: the checkpoint's, then this resume's."""
+        return [*self.state.get(layout.PROVENANCE, []), *([{"step": step, "pivot": pivoted}] if pivoted else [])]
+
+    def marks(self, pivoted: Pivoted) -> dict[str, Any]:
+        """For the first resumed history record, so that such a run is never concordant with an unchanged one."""
+        return {**({"override": self.foreign} if self.foreign else {}), **({"pivot": pivoted} if pivoted else {})}
+
+
+def open_run(
+    args: ProtocolArgs, options: Options, read: Callable[[Path], dict[str, Any]] = checkpoint.load
+) -> tuple[RunDir, Resumed | None]:
+    """Find and validate what to continue from (nothing is restored), then open the run directory. `read`
+    loads a checkpoint in the layout's form, checked: a file by default (kit.distributed's Single also
+    reads a DCP directory)."""
+    expected = options.expected()
+
+    def load(path: Path) -> Resumed:
+        state = read(path)
+        foreign = layout.validate(path, state, expected, options.accept_foreign)
+        return Resumed(source=path, state=state, omit=args.omit, foreign=foreign)
 
     if args.resume_auto:
         run_dir, found = RunDir.in_place(
-            args.output, load, lambda loaded: loaded[0][layout.PROGRESS]["step"], warn, args.checkpoint_every, args.keep
+            args.output, load, lambda r: r.state[PROGRESS]["step"], options.warn, args.checkpoint_every, args.keep
         )
+        resumed = found[1] if found else None
     else:
-        found = (args.resume, load(args.resume)) if args.resume else None
-    start = continue_from(found, t, args.omit, pivots or {})
+        resumed = load(args.resume) if args.resume else None
+    if resumed is None:
+        options.nothing_found()
     if not args.resume_auto:
         run_dir = RunDir.create(args.output, args.checkpoint_every, args.keep)
-    return run_dir, start
-
-
-def continue_from(
-    found: tuple[Path, Loaded] | None, t: layout.Training, omit: frozenset[str], pivots: dict,
-    restore: Callable[[dict[str, Any], layout.Training, frozenset[str]], list[str]] = layout.restore,
-) -> Start:  # fmt: skip
-    """Restore a validated state (all but the generators, with `restore`), apply a pivot, mark the first record."""
-    if found is None:
-        if pivots:
-            raise ResumeproofError("--pivot changes a resumed run; there is nothing to resume here")
-        return Start()
-    source, (state, foreign) = found
-    names = restore(state, t, omit)
-    changed = pivot.apply_lr(pivots["lr"], t.optimizer, t.scheduler) if "lr" in pivots else {}
-    provenance = tuple(state.get(layout.PROVENANCE, [])) + (({"step": t.step, "pivot": changed},) if changed else ())
-    # Both go into a compared record, so that such a run is never concordant with an unchanged one.
-    marks = {**({"override": foreign} if foreign else {}), **({"pivot": changed} if changed else {})}
-    return Start(source, state[layout.RNG], tuple(names), marks, changed or None, provenance)
+    return run_dir, resumed

@@ -12,7 +12,9 @@ instead: it becomes the file `OUTPUT/checkpoint.pt`, the history under the key `
 On resume, `start` verifies the checkpoint against its sidecar before anything reads a byte of
 it, takes the history back and, for a file, loads it (`run.loaded`). The generators peeked into
 `next.rng` are the global ones frameworks save (Python's random, NumPy's legacy global, torch's
-default), plus any named with `track`.
+default, every CUDA device's where CUDA is available), plus any named with `track`. `meta` records
+the omitted parts, the parts `--omit` accepts (`parts`, less any a run `withdraw`s: a scaler where
+the framework made no GradScaler), the device and, on CUDA, the GPU (`kit.device_identity`).
 """
 
 import json
@@ -24,11 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from resumeproof.common import protocol
 from resumeproof.common.errors import ResumeproofError, one_line, refuse_existing
 from resumeproof.kit import checkpoint, flags
-from resumeproof.kit.flags import ProtocolArgs
+from resumeproof.kit.flags import FlagError, ProtocolArgs
 from resumeproof.kit.generators import Generators
+from resumeproof.kit.identity import device_identity
 from resumeproof.kit.summary import record, write_summary
 from resumeproof.kit.torch_setup import configure
 
@@ -43,6 +48,8 @@ class ProtocolRun:
     history: list[dict[str, Any]] = field(default_factory=list)
     generators: Generators = field(default_factory=Generators.global_)
     loaded: dict[str, Any] | None = None  # a resumed file checkpoint, verified and loaded with weights_only
+    parts: tuple[str, ...] = ()  # what --omit accepts, less the withdrawn ones: meta.parts
+    device: str = "cpu"  # what configure_torch set up: "cpu" or "cuda"
 
     @property
     def output(self) -> Path:
@@ -67,6 +74,13 @@ class ProtocolRun:
         folder = self.output / "work"
         folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+    def withdraw(self, part: str, why: str) -> None:
+        """This run turns out to have no `part` (a framework without a GradScaler): `--omit` naming it is refused
+        with `why`, and meta.parts leaves it out."""
+        if part in self.omit:
+            raise FlagError(f"--omit={part}: {why}; there is nothing to omit")
+        self.parts = tuple(p for p in self.parts if p != part)
 
     def target(self) -> int:
         """The global step this process must reach (a framework's max_steps)."""
@@ -98,23 +112,28 @@ class ProtocolRun:
             _save_file(final, checkpoint, steps)
         else:
             _save_folder(final, checkpoint, steps)
+        described = {
+            protocol.META_OMITTED: sorted(self.omit), **({protocol.META_PARTS: list(self.parts)} if self.parts else {}),
+            "device": self.device, "gpu": device_identity(self.device),
+        }  # fmt: skip
         write_summary(
             self.output, step=len(self.history), history=self.history, state=state, eval=eval,
-            next={"lr": lr, "rng": self.generators.peek()}, meta={"omitted": sorted(self.omit), **(meta or {})},
+            next={"lr": lr, "rng": self.generators.peek()}, meta={**described, **(meta or {})},
         )  # fmt: skip
 
 
 def start(
-    parts: Sequence[str], argv: Sequence[str] | None = None, threads: int = 1, float64: bool = True
+    parts: Sequence[str], argv: Sequence[str] | None = None, threads: int = 1, float64: bool = True, device: str = "cpu"
 ) -> ProtocolRun:
-    """Parse the protocol's flags, refuse an existing output, verify and read back a resumed checkpoint.
-    From here on a kit error ends the process with one line on stderr, not a traceback."""
+    """Parse the protocol's flags, refuse an existing output, set torch up for `device` ("cpu" or "cuda"), verify
+    and read back a resumed checkpoint. From here on a kit error ends the process with one line on stderr."""
     args = flags.parse(argv, parts=parts)
     sys.excepthook = _one_line_errors(sys.excepthook)
     refuse_existing(args.output)
-    if float64:
-        configure(threads=threads, shortcuts=False)  # frameworks use TorchDynamo: no stand-in for it
-    run = ProtocolRun(args)
+    if float64 or device != "cpu":  # frameworks use TorchDynamo: no stand-in for it (shortcuts=False)
+        dtype = torch.float64 if float64 else torch.get_default_dtype()
+        device = configure(threads=threads, dtype=dtype, shortcuts=False, device=device).device
+    run = ProtocolRun(args, parts=tuple(parts), device=device)
     if args.resume is not None and args.resume.is_dir():
         run.start_step, run.history = _resumed_folder(args.resume)
     elif args.resume is not None:

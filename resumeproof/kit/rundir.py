@@ -1,7 +1,7 @@
 """One run directory for the life of one process: a single writer, generations, the loss log, signals.
 
     run = RunDir.create(output, every=K, keep=G)      # or, for --resume auto: RunDir.in_place(...)
-    run.start(step, resumed_from=...)                 # signal handlers first, then the log's start line
+    run.enter_loop(step, resumed_from=...)            # signal handlers first, then the log's start line
     for ...:
         run.log(record)
         if run.after_update(step, save):              # serves SIGUSR1, SIGTERM and the cadence
@@ -72,8 +72,9 @@ class RunDir:
             raise RunDirError(f"--output {path}: holds checkpoints but no valid one; refusing to start over on top")
         return run, found
 
-    def start(self, step: int, **event: object) -> None:
-        """Install the signal handlers, then log the start: a supervisor may signal once it reads that line."""
+    def enter_loop(self, step: int, **event: object) -> None:
+        """Right before the first update: install the signal handlers, then write loss.jsonl's start line (a
+        supervisor may signal once it reads that line)."""
         self.requests.install()
         self._replayed = losslog.start(self.path / losslog.NAME, step, pid=os.getpid(), **event)
 
@@ -165,6 +166,12 @@ def _lock(run: Path) -> TextIO:
         raise RunDirError(f"{run}: already being written by {holder}; one writer per run directory") from None
     handle.seek(0)
     handle.truncate()
-    handle.write(f"{Path(sys.argv[0]).name} pid {os.getpid()}\n")  # named in a second writer's refusal
+    handle.write(f"{_program()} pid {os.getpid()}\n")  # named in a second writer's refusal
     handle.flush()
     return handle
+
+
+def _program() -> str:
+    """This process as a user would name it: the script (`train.py`), or the module run with -m."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return spec.name.removesuffix(".__main__") if spec is not None else Path(sys.argv[0]).name

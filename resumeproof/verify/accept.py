@@ -17,6 +17,8 @@ from typing import Any
 from resumeproof.common import fingerprint, manifest, protocol, runfiles, weights_only
 from resumeproof.common.checkpoint_files import NONE_ALLOWED, Allowances, FileInfo, classify, refusal
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.protocol import CheckId, CheckKind
+from resumeproof.verify.result import Check
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.summary import read_summary
 from resumeproof.verify.trajectories import Trajectory, TrajectoryError
@@ -33,7 +35,7 @@ class CheckpointInfo:
     checked_by: tuple[str, ...]  # the loaders that accepted it
     files: tuple[FileInfo, ...] = ()  # a directory's files, each classified
 
-    def row(self, trajectory: str) -> dict[str, Any]:
+    def check(self, trajectory: str) -> Check:
         """The check verification.json lists for this checkpoint."""
         if self.files:
             kinds = Counter(f.kind for f in self.files)
@@ -42,13 +44,12 @@ class CheckpointInfo:
             detail += f"; allowed explicitly: {', '.join(allowed)}" if allowed else ""
         else:
             detail = f"sha256 matches; {self.tensors} tensors, plain data ({', '.join(self.checked_by)})"
-        return {
-            "name": f"checkpoint {trajectory}: fingerprint and weights_only",
-            "passed": bool(self.sha256) and bool(self.checked_by) and not any(f.refused for f in self.files),
-            "max_abs_diff": None,
-            "first_mismatch": None,
-            "detail": detail,
-        }
+        return Check(
+            id=CheckId(kind=CheckKind.CHECKPOINT, trajectory=trajectory),
+            name=f"checkpoint {trajectory}: fingerprint and weights_only",
+            passed=bool(self.sha256) and bool(self.checked_by) and not any(f.refused for f in self.files),
+            detail=detail,
+        )
 
     def unchanged(self) -> bool:
         """The checkpoint still holds the bytes it was accepted with."""

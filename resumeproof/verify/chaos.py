@@ -18,15 +18,16 @@ import random
 import signal
 import subprocess
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from resumeproof.common import losslog, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError, refuse_existing
+from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.verify import accept
-from resumeproof.verify.compare import compare_keys, merge
+from resumeproof.verify.compare import summaries
+from resumeproof.verify.result import ChaosResult, Check
 from resumeproof.verify.summary import read_summary
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)
@@ -62,7 +63,7 @@ class Outcome:
     missing_generation: list[int] = field(default_factory=list)  # kills after which none was valid
 
 
-def run(s: Settings) -> dict[str, Any]:
+def run(s: Settings) -> ChaosResult:
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
     reference = s.output / "continuous"
@@ -239,32 +240,29 @@ def _final(run_dir: Path, steps: int) -> bool:
         return False
 
 
-def _report(s: Settings, outcome: Outcome, run_dir: Path, reference: Path) -> dict[str, Any]:
+def _report(s: Settings, outcome: Outcome, run_dir: Path, reference: Path) -> ChaosResult:
     final, cont = (read_summary(d / protocol.SUMMARY) for d in (run_dir, reference))
-    concordance = merge(compare_keys(cont, final, protocol.COMPARED_KEYS, 1e-12).values())
+    concordance = summaries(cont, final, 1e-12)
     entries, broken = losslog.read(run_dir / losslog.NAME)
     records = losslog.authoritative(run_dir / losslog.NAME)
     expected = {r["step"]: {k: r[k] for k in RECORD_KEYS} for r in cont["history"]}
     log_ok = {step: {k: r[k] for k in RECORD_KEYS} for step, r in records.items()} == expected
-    checks = {
-        "final summary concordant with continuous": concordance.concordant,
-        "loss.jsonl: one authoritative record per step, equal to continuous": log_ok,
-        "a valid generation after every kill": not outcome.missing_generation,
-        f"all {s.kills} signals delivered": len(outcome.kills) == s.kills,
-    }
-    return {
-        "all_checks_passed": all(checks.values()),
-        "checks": checks,
-        "first_mismatch": concordance.first_path,
-        "kills": outcome.kills,
-        "kills_by_signal": dict(Counter(k["signal"] for k in outcome.kills)),
-        "kills_by_phase": dict(Counter(k["phase"] for k in outcome.kills)),
-        "trainer_starts": outcome.starts,
-        "replayed_steps": sum(1 for e in entries if e.get("replay")),
-        "broken_log_lines": broken,
-        "kills_without_valid_generation": outcome.missing_generation,
-        "settings": {
+    checks = (
+        _check("final summary concordant with continuous", concordance.concordant, concordance.first_path),
+        _check("loss.jsonl: one authoritative record per step, equal to continuous", log_ok),
+        _check("a valid generation after every kill", not outcome.missing_generation),
+        _check(f"all {s.kills} signals delivered", len(outcome.kills) == s.kills),
+    )
+    return ChaosResult(
+        checks=checks, first_mismatch=concordance.first_path, kills=tuple(outcome.kills),
+        trainer_starts=outcome.starts, replayed_steps=sum(1 for e in entries if e.get("replay")),
+        broken_log_lines=broken, kills_without_valid_generation=tuple(outcome.missing_generation),
+        settings={
             "kills": s.kills, "steps": s.steps, "checkpoint_every": s.checkpoint_every, "seed": s.seed, "pace": s.pace,
             "kill": s.kill,
         },
-    }  # fmt: skip
+    )  # fmt: skip
+
+
+def _check(name: str, passed: bool, first_mismatch: str | None = None) -> Check:
+    return Check(id=CheckId(kind=CheckKind.CHAOS), name=name, passed=passed, first_mismatch=first_mismatch)

@@ -1,8 +1,10 @@
-"""Tree comparison of two JSON values, as PROTOCOL.md section 4 defines it.
+"""Tree comparison of two JSON values, as docs/protocol.md section 4 defines it.
 
 Same structure (keys, lengths, JSON type at every place: an int is not a float), numbers within
-`atol` with no relative tolerance, every non-finite number a failure (NaN never equals NaN),
-strings, booleans and null equal. Mismatches are reported by path, e.g. `history[6].rows`.
+`atol` with no relative tolerance, strings, booleans and null equal. NaN never matches. An infinity
+matches the same infinity only inside `state` (a stock ReduceLROnPlateau holds `mode_worse = inf`),
+and every such place is kept in `nonfinite` so that the report flags it; anywhere else (a loss, an
+lr, an eval) a non-finite number is a failure. Mismatches are reported by path, e.g. `history[6].rows`.
 """
 
 import math
@@ -10,6 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from resumeproof.common.protocol import COMPARED_KEYS, STATE
 
 MAX_REPORTED = 20  # mismatches kept for the report; the count covers them all
 
@@ -27,6 +31,8 @@ class Comparison:
     count: int = 0  # every mismatch, including those not kept
     caught_by: set[str] = field(default_factory=set)  # the check of every mismatch, see `check_of`
     max_abs_diff: float = 0.0  # over float leaves finite on both sides; ints (counters, row ids) match or not
+    equal_infinities: bool = False  # an infinity matches the same infinity (inside `state`)
+    nonfinite: list[str] = field(default_factory=list)  # where it did
 
     @property
     def concordant(self) -> bool:
@@ -74,9 +80,9 @@ def join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
-def compare(a: Any, b: Any, atol: float, path: str = "") -> Comparison:
+def compare(a: Any, b: Any, atol: float, path: str = "", equal_infinities: bool = False) -> Comparison:
     """Compare two JSON trees; the result lists where they differ, by path below `path`."""
-    result = Comparison(atol=atol)
+    result = Comparison(atol=atol, equal_infinities=equal_infinities)
     _walk(a, b, path, result)
     return result
 
@@ -104,7 +110,10 @@ def _walk(a: Any, b: Any, path: str, out: Comparison) -> None:
 
 def _numbers(a: float, b: float, path: str, out: Comparison) -> None:
     if not all(isinstance(v, int) or math.isfinite(v) for v in (a, b)):
-        out.add(path, f"non-finite value ({a!r} vs {b!r})")
+        if out.equal_infinities and math.isinf(a) and a == b:
+            out.nonfinite.append(path)
+        else:
+            out.add(path, f"non-finite value ({a!r} vs {b!r})")
         return
     diff = abs(a - b)  # exact for ints, so huge ints are never rounded into a match
     as_float = float(diff) if diff < 1e308 else math.inf
@@ -118,8 +127,14 @@ def _numbers(a: float, b: float, path: str, out: Comparison) -> None:
 
 
 def compare_keys(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, ...], atol: float) -> dict[str, Comparison]:
-    """Compare the named top-level keys of two summaries: one result per key, paths rooted at the key."""
-    return {key: compare(a[key], b[key], atol, key) for key in keys}
+    """Compare the named top-level keys of two summaries: one result per key, paths rooted at the key;
+    identical infinities match inside `state` only."""
+    return {key: compare(a[key], b[key], atol, key, equal_infinities=key == STATE) for key in keys}
+
+
+def summaries(a: dict[str, Any], b: dict[str, Any], atol: float) -> "Comparison":
+    """Two summaries' compared surfaces (docs/protocol.md section 4) as one result."""
+    return merge(compare_keys(a, b, COMPARED_KEYS, atol).values())
 
 
 def merge(parts: Iterable[Comparison]) -> Comparison:
@@ -129,4 +144,5 @@ def merge(parts: Iterable[Comparison]) -> Comparison:
     merged.mismatches = [m for p in parts for m in p.mismatches][:MAX_REPORTED]
     merged.max_abs_diff = max(p.max_abs_diff for p in parts)
     merged.caught_by = set().union(*(p.caught_by for p in parts))
+    merged.nonfinite = [path for p in parts for path in p.nonfinite]
     return merged

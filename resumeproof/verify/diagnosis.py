@@ -1,144 +1,246 @@
-"""Name the state a resume most likely lost, from where and at which step its run first differs.
+"""Name the state a resume lost only where the evidence points to it; otherwise say "unknown" and show the evidence.
 
-The rules are tried in order; the first that matches names the lost state with the part names of
-`--omit` (model, optimizer, scheduler, rng-NAME, data, progress), so that a fault's diagnosis can
-be checked against the part it omitted. They read only the summaries (docs/checks.md has the
-table): the first update whose record differs, which of its fields differ, the integer counters
-of `state`, and the generators' next draws in `next.rng`.
+Determinism comes first (verify/determinism.py): a run that differs from itself is never diagnosed
+here. The rules read the summaries and follow cause before effect: at the first update where the
+runs differ, which fields of its record differ; then the counters of `state` that restarted; the
+generators whose next draw differs (under any key of `next`); the keys of `state` that differ when
+the history does not. A name found in the evidence (a history field, a `state` key, a counter's
+path) is mapped to one of the parts the trainer declares (`meta.parts`, or the standard set), and
+a part whose reported state equals the continuous run's is never named. docs/checks.md has the
+table; verify/probes.py confirms an unknown cause by resuming without each candidate part.
 """
 
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from resumeproof.common import protocol
-from resumeproof.verify.compare import compare
+from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, PROGRESS, SCHEDULER
+from resumeproof.verify.compare import compare, join
+from resumeproof.verify.result import Diagnosis
 
-OPTIMIZER_STEP = re.compile(r"(^|\.)optim[a-z_]*\..*\bstep$")  # Adam's per-parameter step counter, ...
-SCHEDULER_COUNTER = re.compile(r"(^|\.)(sched[a-z_]*\..*|last_epoch$)")
+# The names a trainer may give a part, beyond the part's own (docs/checks.md): a field or key named
+# like one of them points to that part, if the trainer declares it.
+ALIASES = {
+    MODEL: ("params", "parameters", "weights", "net", "network", "module"),
+    OPTIMIZER: ("optim", "opt"),
+    SCHEDULER: ("sched", "lr_scheduler", "schedule"),
+    DATA: ("sampler", "loader", "dataloader", "order", "dataset", "position"),
+    PROGRESS: ("step", "steps", "counter"),
+    protocol.SCALER: ("grad_scaler", "loss_scale", "scale", "amp"),
+    "ema": ("teacher", "swa", "averaged", "average"),
+}
+BASIC_FIELDS = frozenset(protocol.RECORD_KEYS)  # step, rows, lr, loss
+OPTIMIZER_STEP = re.compile(r"\.step$")  # Adam's per-parameter step counter is a float
 
 
 @dataclass(frozen=True)
-class Diagnosis:
-    lost: str  # the likely lost state, in --omit's part names
-    rule: str  # which row of the table decided it
-    step: int | None  # the first update where the runs differ
-    evidence: str  # the differences that decided it, by path
-    explanation: str  # one sentence a user can act on
+class Context:
+    """What the rules know besides the two summaries."""
 
-    def entry(self) -> dict[str, Any]:
-        return asdict(self)
+    resumed_at: int  # k: the first resumed update is k + 1
+    parts: tuple[str, ...]  # the trainer's declared parts, or the standard set
+    epoch_starts: frozenset[int] = frozenset()  # updates that begin an epoch
+    atol: float = 1e-12
 
 
 @dataclass(frozen=True)
-class _Facts:
-    resumed_at: int  # the resume point k: the first resumed update is k + 1
+class Facts:
     step: int | None  # the first update whose record differs
-    fields: set[str]  # its fields that differ: rows, lr, loss, ...
-    evidence: list[str]  # paths and reasons of the first differences
-    counters: list[str]  # paths of integer counters in `state` that differ (and optimizer step counters)
-    generators: list[str]  # generators whose next draw differs
-    other_keys: set[str]  # top-level keys beyond history that differ: step, state, next, eval
-    epoch_starts: set[int]  # updates that begin an epoch (k + 1 for every boundary k)
+    fields: frozenset[str]  # its fields that differ
+    evidence: tuple[str, ...]  # paths and reasons of the first differences
+    restarted: tuple[str, ...]  # paths of `state` counters off by exactly k: restarted from zero
+    draws: tuple[str, ...]  # rng parts whose next draw differs
+    state_keys: tuple[str, ...]  # top-level keys of `state` that differ
+    equal_state: frozenset[str]  # top-level keys of `state` that are equal
+    equal_draws: frozenset[str]  # rng parts whose next draw is reported equal
+    differing: frozenset[str]  # compared top-level keys that differ
 
 
-Rule = tuple[str, Callable[[_Facts], str | None], str]
+Found = tuple[tuple[str, ...], str] | None  # (parts, explanation); () parts: the evidence stops at unknown
+Rule = tuple[str, Callable[[Facts, Context], Found]]
 
 
-def _progress(f: _Facts) -> str | None:
-    return "progress" if "step" in f.other_keys or "history" in f.fields else None
+def part_for(name: str, parts: tuple[str, ...]) -> str | None:
+    """The declared part a field, key or path component is named after: itself, a part of the same kind
+    (ALIASES: `params` and a part named `net` are both the model), a shared prefix, or else one of its
+    words (`lr_sched`: `sched`); None when no one part fits."""
+    plain = name.lower().replace("-", "_")
+    found = _same_kind(plain, parts)
+    if found is None:
+        close = [p for p in parts if min(len(p), len(plain)) >= 3 and (p.startswith(plain) or plain.startswith(p))]
+        found = close[0] if len(close) == 1 else None
+    if found is None and "_" in plain:
+        words = {w for w in (_same_kind(word, parts) for word in plain.split("_") if word) if w}
+        found = words.pop() if len(words) == 1 else None
+    return found
 
 
-def _rows(f: _Facts) -> str | None:
-    return "data" if "rows" in f.fields else None
-
-
-def _counters(f: _Facts) -> str | None:
-    if any(OPTIMIZER_STEP.search(path) for path in f.counters):
-        return "optimizer"
-    if "lr" in f.fields or any(SCHEDULER_COUNTER.search(path) for path in f.counters):
-        return "scheduler"
+def _same_kind(plain: str, parts: tuple[str, ...]) -> str | None:
+    exact = [p for p in parts if p.replace("-", "_") == plain]
+    if exact:
+        return exact[0]
+    for concept, aliases in ALIASES.items():  # a name and a part of the same kind
+        kind = {concept, *aliases}
+        if plain in kind:
+            named = [p for p in parts if p.replace("-", "_") in kind]
+            if len(named) == 1:
+                return named[0]
     return None
 
 
-def _generators(f: _Facts) -> str | None:
-    return ", ".join(f"rng-{name}" for name in f.generators) if f.generators else None
-
-
-def _weights(f: _Facts) -> str | None:
-    if f.step is None:
+def _progress(f: Facts, c: Context) -> Found:
+    if protocol.STEP not in f.differing and "history" not in f.fields:
         return None
-    return "model" if f.step == f.resumed_at + 1 else "optimizer"
-
-
-RULES: list[Rule] = [
-    ("progress", _progress, "the step counter or the history was not restored: the run counts from the wrong place"),
-    ("rows", _rows, "another batch was drawn: the data order or position (sampler, epoch, cursor) was not restored"),
-    ("counters", _counters, "a counter of the optimizer or the lr schedule differs: that object was not restored"),
-    ("next-draws", _generators, "the generator's next draw differs: its state was not restored (or restored early)"),
-    (
-        "weights",
-        _weights,
-        "the same batch and lr give another loss: the model was not restored (or, when it shows "
-        "only from the second resumed update, the optimizer's moments)",
-    ),
-]
-EPOCH_START = "the first batch of a new epoch differs: a sampler's generator was saved one draw behind or ahead"
-
-
-def diagnose(
-    reference: dict[str, Any], other: dict[str, Any], atol: float, resumed_at: int, boundaries: tuple[int, ...] = ()
-) -> Diagnosis | None:
-    """Why `other` (resumed at update `resumed_at`) differs from `reference`; None when it does not."""
-    facts = _facts(reference, other, atol, resumed_at, boundaries)
-    if facts is None:
-        return None
-    for name, rule, explanation in RULES:
-        lost = rule(facts)
-        if lost is not None:
-            if name == "rows" and facts.step in facts.epoch_starts:
-                name, explanation = "rows-at-epoch-start", EPOCH_START
-            evidence = "; ".join([*facts.evidence[:2], *(f"{p} differs" for p in facts.counters[:2])])
-            return Diagnosis(lost, name, facts.step, evidence, explanation)
-    return Diagnosis("unknown", "none", facts.step, "; ".join(facts.evidence[:3]), "no rule matches; read the paths")
-
-
-def identical(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, ...]) -> bool:
-    """Bit-identical compared surfaces: the two runs computed exactly the same thing."""
-    return all(compare(a[key], b[key], 0.0, key).concordant for key in keys)
-
-
-NO_RANDOM_STATE = Diagnosis(
-    lost="random state",
-    rule="identical-to-full-resume",
-    step=None,
-    evidence="the resume without RNG restore equals the full resume bit for bit",
-    explanation="the checkpoint restores no random state, or the trainer ignores --omit-rng-restore",
-)
-
-
-def _facts(
-    reference: dict[str, Any], other: dict[str, Any], atol: float, resumed_at: int, boundaries: tuple[int, ...]
-) -> _Facts | None:
-    keys = [key for key in protocol.COMPARED_KEYS if key in reference and key in other]
-    differing = {key for key in keys if not compare(reference[key], other[key], atol, key).concordant}
-    if not differing:
-        return None
-    step, fields, evidence = _first_record(reference["history"], other["history"], atol)
-    if step is None and "history" in differing:
-        fields, evidence = {"history"}, [f"history length {len(reference['history'])} vs {len(other['history'])}"]
-    counters = _differing_counters(reference.get("state"), other.get("state"), "state")
-    draws, others = _rng(reference), _rng(other)
-    moved = [name for name in sorted(draws) if not compare(draws[name], others.get(name), atol).concordant]
-    if not evidence:
-        evidence = [f"{m.path}: {m.reason}" for m in compare(reference, other, atol).mismatches[:3]]
-    return _Facts(
-        resumed_at, step, fields, evidence, counters, moved, differing - {"history"}, {k + 1 for k in boundaries}
+    return _named(
+        [PROGRESS], c, "the step counter or the history was not restored: the run counts from the wrong place"
     )
 
 
-def _first_record(a: list, b: list, atol: float) -> tuple[int | None, set[str], list[str]]:
+def _rows(f: Facts, c: Context) -> Found:
+    if "rows" not in f.fields:
+        return None
+    if f.step in c.epoch_starts and f.draws:  # the cause, or the effect of drawing another permutation
+        moved = ", ".join(f.draws)
+        return (), f"a new epoch's first batch differs and {moved} draws otherwise: the data position or the shuffler"
+    if f.step in c.epoch_starts:
+        return _named([DATA], c, "the first batch of a new epoch differs: a sampler's generator saved one draw off")
+    return _named([DATA], c, "another batch was drawn: the data order or position (sampler, epoch, cursor)")
+
+
+def _fields(f: Facts, c: Context) -> Found:
+    extra = sorted(f.fields - BASIC_FIELDS)
+    named = [p for p in (part_for(field, c.parts) for field in extra) if p]
+    if not named:
+        return None
+    return tuple(dict.fromkeys(named)), f"the history's {', '.join(extra)} differs: that state was not restored"
+
+
+def _restarted(f: Facts, c: Context) -> Found:
+    named = [_path_part(path, c.parts) for path in f.restarted]
+    found = tuple(dict.fromkeys(p for p in named if p))
+    if not found:
+        return None
+    return found, f"a counter of it restarted: it counted {c.resumed_at} updates fewer than the continuous run"
+
+
+def _draws(f: Facts, c: Context) -> Found:
+    if not f.draws:
+        return None
+    return f.draws, "the generator's next draw differs: its state was not restored (or restored early)"
+
+
+def _state_only(f: Facts, c: Context) -> Found:
+    if f.step is not None or not f.state_keys or f.differing - {protocol.STATE, protocol.EVAL}:
+        return None
+    named = [part_for(key, c.parts) for key in f.state_keys]
+    if not all(named):
+        return None
+    return tuple(dict.fromkeys(p for p in named if p)), "the history is the same, only this state differs"
+
+
+RULES: list[Rule] = [
+    ("progress", _progress),
+    ("rows", _rows),
+    ("history-field", _fields),
+    ("restarted-counter", _restarted),
+    ("next-draws", _draws),
+    ("state-only", _state_only),
+]
+
+
+def diagnose(reference: dict[str, Any], other: dict[str, Any], c: Context) -> Diagnosis | None:
+    """Why `other` differs from `reference`; None when it does not."""
+    f = facts(reference, other, c)
+    if f is None:
+        return None
+    evidence = "; ".join([*f.evidence[:2], *(f"{p} restarted" for p in f.restarted[:2])])
+    for name, rule in RULES:
+        found = rule(f, c)
+        if found is None:
+            continue
+        # the progress rule's evidence is the step counter itself: a `state` key named like it proves nothing
+        parts = found[0] if name == "progress" else tuple(p for p in found[0] if not exonerated(p, f, c))
+        rule_name = "rows-at-epoch-start" if name == "rows" and f.step in c.epoch_starts else name
+        if parts or not found[0]:  # named, or the rule itself says the evidence cannot tell
+            return Diagnosis(lost=parts, rule=rule_name, step=f.step, evidence=evidence, explanation=found[1])
+    return Diagnosis(lost=(), rule="none", step=f.step, evidence=evidence, explanation=_unknown(f, c))
+
+
+def _unknown(f: Facts, c: Context) -> str:
+    """What an unexplained difference leaves open, said without naming a part."""
+    if f.fields == {"lr"} or "lr" in f.fields:
+        return "the lr differs: a scheduler, or the optimizer's param groups, was not restored"
+    if "loss" in f.fields and f.step == c.resumed_at + 1:
+        return (
+            "the same rows and lr give another loss at the first resumed update: the model's weights or buffers, "
+            "or a generator the summary does not report (dropout, augmentation), were not restored"
+        )
+    if "loss" in f.fields:
+        return (
+            "the loss differs from the second resumed update on: state that acts on the update (the "
+            "optimizer's moments, an accumulated gradient, ...) was not restored"
+        )
+    return "no rule matches the evidence; read the paths"
+
+
+def _named(concepts: list[str], c: Context, explanation: str) -> Found:
+    parts = tuple(p for p in (part_for(concept, c.parts) for concept in concepts) if p)
+    return (parts, explanation) if parts else None
+
+
+def _path_part(path: str, parts: tuple[str, ...]) -> str | None:
+    """The part a `state` path is about: its first component named like a part."""
+    for component in re.split(r"[.\[\]]+", path.removeprefix("state."))[:3]:
+        if component and not component.isdigit() and (found := part_for(component, parts)):
+            return found
+    return None
+
+
+def exonerated(part: str, f: Facts, c: Context) -> bool:
+    """The summary shows this part's state equal to the continuous run's: it was restored."""
+    if protocol.generator_of(part) is not None:
+        return part in f.equal_draws
+    return any(part_for(key, c.parts) == part for key in f.equal_state)
+
+
+def identical(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Bit-identical compared surfaces: the two runs computed exactly the same thing."""
+    return all(compare(a[key], b[key], 0.0, key, equal_infinities=True).concordant for key in protocol.COMPARED_KEYS)
+
+
+def facts(reference: dict[str, Any], other: dict[str, Any], c: Context) -> Facts | None:
+    keys = [key for key in protocol.COMPARED_KEYS if key in reference and key in other]
+    differing = {key for key in keys if not _same(reference[key], other[key], c.atol, key)}
+    if not differing:
+        return None
+    step, fields, evidence = first_record(reference["history"], other["history"], c.atol)
+    if step is None and "history" in differing:
+        fields, evidence = {"history"}, [f"history length {len(reference['history'])} vs {len(other['history'])}"]
+    state_a, state_b = reference.get(protocol.STATE), other.get(protocol.STATE)
+    top_a, top_b = (s if isinstance(s, dict) else {} for s in (state_a, state_b))
+    shared = [key for key in top_a if key in top_b]
+    same = {key for key in shared if _same(top_a[key], top_b[key], c.atol, f"state.{key}")}
+    draws_a, draws_b = draws(reference, c.parts), draws(other, c.parts)
+    moved = {p for p in draws_a if p in draws_b and not _same(draws_a[p], draws_b[p], c.atol, p)}
+    if not evidence:
+        evidence = [f"{m.path}: {m.reason}" for m in compare(reference, other, c.atol).mismatches[:3]]
+    return Facts(
+        step=step, fields=frozenset(fields), evidence=tuple(evidence),
+        restarted=tuple(restarted(state_a, state_b, c.resumed_at, protocol.STATE)),
+        draws=tuple(p for p in draws_a if p in moved), state_keys=tuple(k for k in shared if k not in same),
+        equal_state=frozenset(same), equal_draws=frozenset(p for p in draws_a if p in draws_b and p not in moved),
+        differing=frozenset(differing),
+    )  # fmt: skip
+
+
+def _same(a: Any, b: Any, atol: float, path: str) -> bool:
+    return compare(a, b, atol, path, equal_infinities=path.startswith(protocol.STATE)).concordant
+
+
+def first_record(a: list, b: list, atol: float) -> tuple[int | None, set[str], list[str]]:
+    """The first history record that differs: its step, the fields that differ, and the evidence."""
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         result = compare(x, y, atol, f"history[{i}]")
         if not result.concordant:
@@ -147,18 +249,34 @@ def _first_record(a: list, b: list, atol: float) -> tuple[int | None, set[str], 
     return None, set(), []
 
 
-def _differing_counters(a: Any, b: Any, path: str) -> list[str]:
-    """Paths of the counters that differ: every int (not bool) of `state`, and optimizer step counters."""
+def restarted(a: Any, b: Any, k: int, path: str, counted: bool = True) -> list[str]:
+    """Paths of counters that differ by exactly k: the ints (not bools) held under a key of `state`, and
+    optimizer step counters. An int inside a list is data (a permutation, row ids), never a counter."""
     if isinstance(a, dict) and isinstance(b, dict):
-        return [p for key in a if key in b for p in _differing_counters(a[key], b[key], f"{path}.{key}")]
+        return [p for key in a if key in b for p in restarted(a[key], b[key], k, join(path, key))]
     if isinstance(a, list) and isinstance(b, list):
         pairs = enumerate(zip(a, b, strict=False))
-        return [p for i, (x, y) in pairs for p in _differing_counters(x, y, f"{path}[{i}]")]
-    is_int = all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b))
-    is_step = OPTIMIZER_STEP.search(path) is not None and all(isinstance(v, int | float) for v in (a, b))
-    return [path] if (is_int or is_step) and a != b else []
+        return [p for i, (x, y) in pairs for p in restarted(x, y, k, join(path, i), counted=False)]
+    is_int = counted and all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b))
+    is_step = OPTIMIZER_STEP.search(path) is not None and all(protocol.is_number(v) for v in (a, b))
+    return [path] if (is_int or is_step) and k and abs(a - b) == k else []
 
 
-def _rng(summary: dict[str, Any]) -> dict[str, Any]:
-    draws = summary.get("next", {}).get("rng") if isinstance(summary.get("next"), dict) else None
-    return draws if isinstance(draws, dict) else {}
+def draws(summary: dict[str, Any], parts: tuple[str, ...]) -> dict[str, Any]:
+    """The next draws the summary reports, by rng part: any leaf under `next` whose key or a key above
+    it names a generator (`next.rng.numpy`, `next.draws.numpy`, `next.numpy`)."""
+    generators = {protocol.generator_of(p): p for p in parts if protocol.generator_of(p)}
+    found: dict[str, Any] = {}
+
+    def walk(value: Any, names: list[str]) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, [*names, str(key)])
+            return
+        named = [generators[n] for n in reversed(names) if n in generators]
+        if named:
+            found.setdefault(named[0], []).append(value)
+
+    nxt = summary.get(protocol.NEXT)
+    walk({k: v for k, v in nxt.items() if k != "lr"} if isinstance(nxt, dict) else {}, [])
+    return found

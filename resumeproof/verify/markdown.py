@@ -1,4 +1,4 @@
-"""verification.json as a short Markdown summary, e.g. for a CI job summary ($GITHUB_STEP_SUMMARY).
+"""A verification as a short Markdown summary, e.g. for a CI job summary ($GITHUB_STEP_SUMMARY).
 
 The verdict first, then what a reader needs to act: the failed checks with their first mismatch
 and diagnosis, every resume's deviation, the fault matrix, and what was not tried.
@@ -8,48 +8,56 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common.fingerprint import write_atomic
+from resumeproof.verify.result import Verification
 
 
-def summary(document: dict[str, Any], report: Path) -> str:
-    lines = [f"## resumeproof: {_verdict(document)}", "", f"`{document.get('train_cmd', '')}`", ""]
-    if document.get("error"):
-        lines += [f"**Could not complete:** {_cell(document['error'])}", ""]
-    failed = [c for c in document.get("checks", []) if not c["passed"]]
+def summary(v: Verification, report: Path) -> str:
+    lines = [f"## resumeproof: {verdict(v)}", "", f"`{v.train_cmd}`", ""]
+    if v.error:
+        lines += [f"**Could not complete:** {_cell(v.error)}", ""]
+    if not v.deterministic:
+        lines += [
+            f"**Not deterministic:** {_cell(v.determinism.detail)} (first at {_code(v.determinism.first_mismatch)})",
+            "",
+        ]
+    failed = v.failed()
     if failed:
-        lines += ["| failed check | first mismatch | detail |", "|---|---|---|"]
-        lines += [f"| {_cell(c['name'])} | {_code(c['first_mismatch'])} | {_cell(c['detail'])} |" for c in failed]
+        lines += ["| failed check | first mismatch | detail | diagnosis |", "|---|---|---|---|"]
+        for c in failed:
+            said = c.diagnosis.sentence() if c.diagnosis else ""
+            lines.append(f"| {_cell(c.name)} | {_code(c.first_mismatch)} | {_cell(c.detail)} | {_cell(said)} |")
         lines.append("")
-    resumes = (document.get("comparison") or {}).get("resumes", {})
-    if resumes:
+    if v.resumes:
         lines += ["| resume | verdict | max \\|Δ\\| | first mismatch | likely lost |", "|---|---|---|---|---|"]
-        for name, entry in resumes.items():
-            lost = entry["diagnosis"]["lost"] if entry.get("diagnosis") else ""
-            first = _code(entry["first_mismatch"])
-            lines.append(f"| {name} | {entry['verdict']} | {entry['max_deviation']:.3g} | {first} | {lost} |")
+        for name, entry in v.resumes.items():
+            lost = entry.diagnosis.named if entry.diagnosis else ""
+            first = _code(entry.first_mismatch)
+            lines.append(f"| {name} | {entry.verdict} | {entry.max_deviation:.3g} | {first} | {lost} |")
         lines.append("")
-    faults = document.get("faults") or {}
-    if faults:
+    if v.faults:
         lines += ["| omitted part | caught | caught by | diagnosed as |", "|---|---|---|---|"]
-        for part, fault in faults.items():
-            diagnosed = fault["diagnosis"]["lost"] if fault.get("diagnosis") else ""
-            caught = "yes" if fault["detected"] else "**NO**"
-            lines.append(f"| {part} | {caught} | {', '.join(fault['caught_by'])} | {diagnosed} |")
+        for part, fault in v.faults.items():
+            diagnosed = fault.diagnosis.named if fault.diagnosis else ""
+            caught = "yes" if fault.detected else "**NO**"
+            lines.append(f"| {part} | {caught} | {', '.join(fault.caught_by)} | {diagnosed} |")
         lines.append("")
-    untried = (document.get("coverage") or {}).get("untried_boundaries")
+    untried = v.coverage.untried_boundaries if v.coverage else None
     if untried:
         lines += [f"Not tried: the epoch boundary at k = {', '.join(map(str, untried))}.", ""]
     lines.append(f"Details: `{report}`")
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, document: dict[str, Any], report: Path) -> None:
-    write_atomic(path, summary(document, report).encode())
+def write(path: Path, v: Verification, report: Path) -> None:
+    write_atomic(path, summary(v, report).encode())
 
 
-def _verdict(document: dict[str, Any]) -> str:
-    if document.get("error"):
+def verdict(v: Verification) -> str:
+    if v.error:
         return "could not complete (exit 2)"
-    if document.get("all_checks_passed"):
+    if not v.deterministic:
+        return "NOT DETERMINISTIC (exit 1)"
+    if v.all_checks_passed:
         return "PASSED (exit 0)"
     return "FAILED (exit 1)"
 

@@ -4,28 +4,60 @@ Every trajectory is a fresh process of the training command. Besides the four of
 (continuous, interrupted, resumed, resumed-no-rng), a verification can add an interrupted and
 resumed pair for every interruption point, chains of segments, a continuous run that writes a
 checkpoint after every step, and one resume per deliberately omitted part (the fault matrix).
-Each added trajectory carries its expectation: a history prefix, concordance, or divergence.
+Each carries its expectation: a history prefix, concordance, or divergence. When a comparison
+fails, the evidence trajectories follow (verify/verification.py): a repeat of the continuous run,
+resumes without one candidate part, and a run of 0 updates.
 """
 
 import sys
 from collections.abc import Sequence
 
 from resumeproof.common import protocol
+from resumeproof.common.protocol import (
+    CADENCE,
+    CONTINUOUS,
+    INTERRUPTED,
+    OMIT_RNG_FLAG,
+    OUTPUT_FLAG,
+    REPEAT,
+    RESUME_FLAG,
+    RESUMED,
+    RESUMED_NO_RNG,
+    STEPS_FLAG,
+    CheckId,
+    CheckKind,
+)
 from resumeproof.verify.expectation import Expect, Expectation
-from resumeproof.verify.settings import FLAT, Settings
+from resumeproof.verify.settings import ALL, FLAT, Settings
 from resumeproof.verify.trajectories import Trajectory
 
-CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG = "continuous", "interrupted", "resumed", "resumed-no-rng"
-CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not disturb the run
 FLAT_FILE = "flat.bin"
+SEEDED = "seeded"  # a run of 0 updates: what the generators draw right after seeding
 
 
-def reference(s: Settings) -> Trajectory:
-    """The continuous run every other trajectory is held against."""
-    argv = [*s.command, "--steps", str(s.steps), "--output", str(s.output / CONTINUOUS)]
-    return Trajectory(
-        CONTINUOUS, argv, s.output / CONTINUOUS, s.output / "logs" / f"{CONTINUOUS}.log", reports_step=s.steps
-    )
+def reference(s: Settings, name: str = CONTINUOUS) -> Trajectory:
+    """The continuous run every other trajectory is held against (or, as REPEAT, a repeat of it)."""
+    argv = [*s.command, STEPS_FLAG, str(s.steps), OUTPUT_FLAG, str(s.output / name)]
+    expect = None
+    if name == REPEAT:
+        check = CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT)
+        expect = Expectation(kind=Expect.REPEAT, id=check, name="the continuous run repeats itself exactly")
+    return Trajectory(name, argv, s.output / name, s.output / "logs" / f"{name}.log", expectation=expect,
+                      reports_step=s.steps)  # fmt: skip
+
+
+def _trajectory(
+    s: Settings, name: str, steps: int, reports: int | None, expect: Expectation | None, extra: Sequence[str] = (),
+    after: str | None = None, prepare: tuple[tuple[str, ...], ...] = (),
+) -> Trajectory:  # fmt: skip
+    command = s.resume_command if after else s.command  # a process that resumes runs --resume-cmd
+    argv = [*command, STEPS_FLAG, str(steps), OUTPUT_FLAG, str(s.output / name), *extra]
+    log = s.output / "logs" / f"{name}.log"
+    return Trajectory(name, argv, s.output / name, log, (after,) if after else (), prepare, expect, reports)
+
+
+def _resume(s: Settings, name: str) -> list[str]:
+    return [RESUME_FLAG, str(s.output / name / protocol.CHECKPOINT)]
 
 
 def build(s: Settings, continuous: Trajectory | None = None) -> list[Trajectory]:
@@ -33,59 +65,94 @@ def build(s: Settings, continuous: Trajectory | None = None) -> list[Trajectory]
     already run (to infer the interruption points from its history)."""
     assert s.points, "interruption points are known before the plan is built"
     plan: list[Trajectory] = [continuous or reference(s)]
-
-    def add(
-        name: str, steps: int, reports: int | None, expect: Expectation | None, extra: Sequence[str] = (),
-        after: str | None = None, prepare: tuple[tuple[str, ...], ...] = (),
-    ) -> None:  # fmt: skip
-        command = s.resume_command if after else s.command  # a process that resumes runs --resume-cmd
-        argv = [*command, "--steps", str(steps), "--output", str(s.output / name), *extra]
-        log = s.output / "logs" / f"{name}.log"
-        plan.append(Trajectory(name, argv, s.output / name, log, (after,) if after else (), prepare, expect, reports))
-
-    def resume(name: str) -> list[str]:
-        return ["--resume", str(s.output / name / protocol.CHECKPOINT)]
-
     for k in s.points:
-        interrupted, resumed = _point_names(k, k == s.primary)
-        prefix = Expectation(Expect.PREFIX, f"{interrupted}: history = first {k} records of continuous", k)
-        add(interrupted, k, k, prefix)
-        check = f"{resumed} (from step {k}) concordant with continuous"
-        concordant = Expectation(Expect.CONCORDANT, check, resumed_at=k)
-        add(resumed, s.steps - k, s.steps, concordant, resume(interrupted), interrupted)
-    primary, rest = _point_names(s.primary, True)[0], s.steps - s.primary
-    negative = Expectation(
-        Expect.DIVERGENT, "resume without RNG restore diverges (negative control)", resumed_at=s.primary
-    )
-    add(RESUMED_NO_RNG, rest, s.steps, negative, [*resume(primary), "--omit-rng-restore"], primary)
-    for part in s.faults:
-        fault = Expectation(Expect.DIVERGENT, f"resume without {part} diverges", part=part, resumed_at=s.primary)
-        if part == FLAT:  # the flat file is exported from the primary checkpoint first, in the same job
-            flat = s.output / "inputs" / FLAT_FILE  # not in the fault's own --output, which must not exist
-            export = (sys.executable, "-B", "-m", "resumeproof", "flat", "export", resume(primary)[1], str(flat))
-            add(f"fault-{part}", rest, None, fault, ["--resume-flat", str(flat)], primary, (export,))
-        else:
-            # One token, `--omit=PART`: an argparse trainer that lacks --omit cannot read it as an
-            # abbreviation of --omit-rng-restore and silently run a different fault.
-            add(f"fault-{part}", rest, None, fault, [*resume(primary), f"--omit={part}"], primary)
-    for c, chain in enumerate(s.segments, start=1):
-        done, before = 0, None
-        for j, steps in enumerate(chain, start=1):
-            name, done = f"chain{c}-seg{j}", done + steps
-            label = f"chain {','.join(map(str, chain))} segment {j}"
-            expect = (
-                Expectation(Expect.PREFIX, f"{label}: history = first {done} records", done)
-                if done < s.steps
-                else Expectation(Expect.CONCORDANT, f"{label} concordant with continuous", resumed_at=done - steps)
-            )
-            add(name, steps, done, expect, resume(before) if before else [], before)
-            before = name
+        interrupted, resumed = point_names(k, k == s.primary)
+        check = CheckId(kind=CheckKind.PREFIX, trajectory=interrupted)
+        name = f"{interrupted}: history = first {k} records of continuous"
+        prefix = Expectation(kind=Expect.PREFIX, id=check, name=name, steps=k)
+        plan.append(_trajectory(s, interrupted, k, k, prefix))
+        check = CheckId(kind=CheckKind.RESUME, trajectory=resumed)
+        name = f"{resumed} (from step {k}) concordant with continuous"
+        concordant = Expectation(kind=Expect.CONCORDANT, id=check, name=name, resumed_at=k)
+        plan.append(_trajectory(s, resumed, s.steps - k, s.steps, concordant, _resume(s, interrupted), interrupted))
+    primary, rest = point_names(s.primary, True)[0], s.steps - s.primary
+    check = CheckId(kind=CheckKind.NEGATIVE_CONTROL, trajectory=RESUMED_NO_RNG)
+    name = "resume without RNG restore diverges (negative control)"
+    negative = Expectation(kind=Expect.DIVERGENT, id=check, name=name, resumed_at=s.primary)
+    plan.append(_trajectory(s, RESUMED_NO_RNG, rest, s.steps, negative, [*_resume(s, primary), OMIT_RNG_FLAG], primary))
+    plan += faults(s, [part for part in s.faults if part != ALL])
+    plan += _chains(s)
     if s.cadence:
-        cadence = Expectation(Expect.CONCORDANT, "writing a checkpoint every step changes nothing", generations=True)
-        add(CADENCE, s.steps, s.steps, cadence, ["--checkpoint-every", str(s.cadence)])
+        check = CheckId(kind=CheckKind.CADENCE, trajectory=CADENCE)
+        name = "writing a checkpoint every step changes nothing"
+        cadence = Expectation(kind=Expect.CONCORDANT, id=check, name=name, generations=True)
+        plan.append(
+            _trajectory(s, CADENCE, s.steps, s.steps, cadence, [protocol.CHECKPOINT_EVERY_FLAG, str(s.cadence)])
+        )
+    if s.repeat:
+        plan.append(reference(s, REPEAT))
     return plan
 
 
-def _point_names(k: int, primary: bool) -> tuple[str, str]:
+def faults(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
+    """One resume from the primary point per omitted part; each must diverge."""
+    primary, rest = point_names(s.primary, True)[0], s.steps - s.primary
+    out = []
+    for part in parts:
+        check = CheckId(kind=CheckKind.FAULT, trajectory=f"{protocol.FAULT_PREFIX}{part}", part=part)
+        fault = Expectation(kind=Expect.DIVERGENT, id=check, name=f"resume without {part} diverges", part=part,
+                            resumed_at=s.primary)  # fmt: skip
+        if part == FLAT:  # the flat file is exported from the primary checkpoint first, in the same job
+            flat = s.output / "inputs" / FLAT_FILE  # not in the fault's own --output, which must not exist
+            export = (sys.executable, "-B", "-m", "resumeproof", "flat", "export", _resume(s, primary)[1], str(flat))
+            extra = [protocol.RESUME_FLAT_FLAG, str(flat)]
+            out.append(_trajectory(s, check.trajectory or "", rest, None, fault, extra, primary, (export,)))
+        else:
+            extra = [*_resume(s, primary), protocol.omit_token(part)]
+            out.append(_trajectory(s, check.trajectory or "", rest, None, fault, extra, primary))
+    return out
+
+
+def probes(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
+    """Resumes from the primary point without one candidate part each: one that reproduces a failed resume
+    exactly is the evidence that names the part (verify/probes.py)."""
+    primary, rest = point_names(s.primary, True)[0], s.steps - s.primary
+    out = []
+    for part in parts:
+        name = f"probe-{part}"
+        check = CheckId(kind=CheckKind.FAULT, trajectory=name, part=part)
+        probe = Expectation(kind=Expect.PROBE, id=check, name=name, part=part, resumed_at=s.primary)
+        extra = [*_resume(s, primary), protocol.omit_token(part)]
+        out.append(_trajectory(s, name, rest, None, probe, extra, primary))
+    return out
+
+
+def seeded(s: Settings) -> Trajectory:
+    """A run of 0 updates: its next draws are the generators' right after seeding."""
+    probe = Expectation(kind=Expect.PROBE, id=CheckId(kind=CheckKind.NEGATIVE_CONTROL, trajectory=SEEDED), name=SEEDED)
+    return _trajectory(s, SEEDED, 0, 0, probe)
+
+
+def _chains(s: Settings) -> list[Trajectory]:
+    out = []
+    for c, chain in enumerate(s.segments, start=1):
+        done, before = 0, None
+        for j, steps in enumerate(chain, start=1):
+            name, done = f"{protocol.CHAIN_PREFIX}{c}-seg{j}", done + steps
+            label = f"chain {','.join(map(str, chain))} segment {j}"
+            if done < s.steps:
+                check = CheckId(kind=CheckKind.PREFIX, trajectory=name)
+                expect = Expectation(kind=Expect.PREFIX, id=check, name=f"{label}: history = first {done} records",
+                                     steps=done)  # fmt: skip
+            else:
+                check = CheckId(kind=CheckKind.RESUME, trajectory=name)
+                expect = Expectation(kind=Expect.CONCORDANT, id=check, name=f"{label} concordant with continuous",
+                                     resumed_at=done - steps)  # fmt: skip
+            out.append(_trajectory(s, name, steps, done, expect, _resume(s, before) if before else [], before))
+            before = name
+    return out
+
+
+def point_names(k: int, primary: bool) -> tuple[str, str]:
     """The primary point keeps the protocol's plain names; every other point is suffixed with its k."""
     return (INTERRUPTED, RESUMED) if primary else (f"{INTERRUPTED}-{k}", f"{RESUMED}-{k}")

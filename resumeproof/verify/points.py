@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.verify.result import Coverage
 
 EPOCHS = "epochs"
 
@@ -66,16 +67,12 @@ def infer(history: Sequence[dict[str, Any]]) -> Epochs:
     return Epochs(len(ids), tuple(boundaries))
 
 
-def untried(history: Sequence[dict[str, Any]], tried: Sequence[int], steps: int) -> dict[str, Any]:
+def untried(history: Sequence[dict[str, Any]], tried: Sequence[int], steps: int) -> Coverage:
     """What a verification did not try: the epoch boundaries below N (when the history shows them)."""
     try:
         epochs = infer(history)
     except EpochError as err:
-        return {"epoch_rows": None, "epoch_boundaries": None, "untried_boundaries": None, "why_unknown": str(err)}
-    boundaries = [k for k in epochs.boundaries if k < steps]
-    return {
-        "epoch_rows": epochs.rows,
-        "epoch_boundaries": boundaries,
-        "untried_boundaries": [k for k in boundaries if k not in tried],
-        "why_unknown": None,
-    }
+        return Coverage(why_unknown=str(err))
+    boundaries = tuple(k for k in epochs.boundaries if k < steps)
+    return Coverage(epoch_rows=epochs.rows, epoch_boundaries=boundaries,
+                    untried_boundaries=tuple(k for k in boundaries if k not in tried))  # fmt: skip

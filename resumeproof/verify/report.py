@@ -1,4 +1,4 @@
-"""What the verifier shows and keeps: rich tables on stderr, verification.json on disk."""
+"""What the verifier shows and keeps: rich tables on stderr, verification.json on disk, both from one `Verification`."""
 
 import platform
 import time
@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from resumeproof.common import fingerprint, protocol
+from resumeproof.common.protocol import CheckKind
+from resumeproof.verify.result import CONCORDANT, ChaosResult, Check, TrajectoryRecord, Verification, diagnosed
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory
 
@@ -47,22 +49,20 @@ def progress(trajectories: list[Trajectory]) -> Table:
     return table
 
 
-def trajectory_entry(t: Trajectory) -> dict:
-    return {
-        "argv": t.argv,
-        "status": t.status,
-        "exit_code": t.exit_code,
-        "wall_seconds": t.seconds,
-        "checkpoint_sha256": t.accepted.checkpoint.sha256 if t.accepted is not None else None,
-        "checkpoint_files": [f.entry() for f in t.accepted.checkpoint.files] if t.accepted is not None else [],
-        "log": str(t.log),
-        "error": t.error,
-    }
+def trajectory_record(t: Trajectory) -> TrajectoryRecord:
+    checkpoint = t.accepted.checkpoint if t.accepted is not None else None
+    return TrajectoryRecord(
+        argv=tuple(t.argv), status=t.status, exit_code=t.exit_code, wall_seconds=t.seconds,
+        checkpoint_sha256=checkpoint.sha256 if checkpoint else None,
+        checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (), log=str(t.log),
+        error=t.error,
+    )  # fmt: skip
 
 
 def environment(meta: dict[str, Any]) -> dict[str, Any]:
-    """The verifier's interpreter and packages; threads, dtype and device as the trainer reports them."""
+    """The verifier's interpreter and packages; threads, dtype, device and GPU as the trainer reports them."""
     return {
+        "resumeproof": _version("resumeproof"),
         "python": platform.python_version(),
         "torch": _version("torch"),
         "numpy": _version("numpy"),
@@ -70,6 +70,7 @@ def environment(meta: dict[str, Any]) -> dict[str, Any]:
         "threads": meta.get("threads"),
         "dtype": meta.get("dtype"),
         "device": meta.get("device"),
+        "gpu": meta.get("gpu"),
     }
 
 
@@ -88,13 +89,13 @@ def _fmt(value: Any) -> str:
     return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def comparison_table(document: dict) -> Table:
-    columns = {"full_resume": "full resume", "no_rng_resume": "resume without RNG (negative control)"}
-    table = Table(title=f"against the continuous run (atol {document['tolerance']['atol']:g}, rtol 0)")
+def comparison_table(v: Verification) -> Table:
+    full, negative = v.full_resume, v.negative
+    assert full is not None and negative is not None
+    table = Table(title=f"against the continuous run (atol {v.atol:g}, rtol 0)")
     table.add_column("")
-    for title in columns.values():
-        table.add_column(title, justify="right")
-    entries = [document["comparison"][key] for key in columns]
+    table.add_column("full resume", justify="right")
+    table.add_column("resume without RNG (negative control)", justify="right")
     rows = [
         ("max |Δ| state (weights, moments, ...)", "max_state_deviation"),
         ("max |Δ| anywhere (floats)", "max_deviation"),
@@ -105,26 +106,27 @@ def comparison_table(document: dict) -> Table:
         ("verdict", "verdict"),
     ]
     for label, key in rows:
-        table.add_row(label, *(_fmt(entry[key]) for entry in entries))
+        table.add_row(label, _fmt(getattr(full, key)), _fmt(getattr(negative, key)))
     return table
 
 
-def points_table(document: dict) -> Table:
+def points_table(v: Verification) -> Table:
     """Every resume that must be concordant: each interruption point, each chain, the cadence run."""
     table = Table(title="every resume against the continuous run")
     for column in ("trajectory", "max |Δ| state", "max |Δ|", "mismatches", "first mismatch", "verdict"):
         table.add_column(column, justify="left" if column in ("trajectory", "first mismatch") else "right")
-    for name, entry in document["comparison"]["resumes"].items():
-        style = "green" if entry["verdict"] == "concordant" else "red"
-        cells = [_fmt(entry[key]) for key in ("max_state_deviation", "max_deviation", "mismatches", "first_mismatch")]
-        table.add_row(name, *cells, f"[{style}]{entry['verdict']}[/]")
+    for name, entry in v.resumes.items():
+        style = "green" if entry.verdict == CONCORDANT else "red"
+        cells = [
+            _fmt(x) for x in (entry.max_state_deviation, entry.max_deviation, entry.mismatches, entry.first_mismatch)
+        ]
+        table.add_row(name, *cells, f"[{style}]{entry.verdict}[/]")
     return table
 
 
-def fault_matrix(document: dict) -> Table:
+def fault_matrix(v: Verification) -> Table:
     """Faults as rows, checks as columns: a mark where a check caught the omitted part."""
-    faults = document["faults"]
-    seen = {check for fault in faults.values() for check in fault["caught_by"]}
+    seen = {check for fault in v.faults.values() for check in fault.caught_by}
     columns = [c for c in FAULT_COLUMNS if c in seen] + sorted(seen - set(FAULT_COLUMNS))
     title = (
         "fault matrix: resume without PART, caught by (rows, lr, loss: history fields; hist: its length), diagnosed as"
@@ -134,86 +136,106 @@ def fault_matrix(document: dict) -> Table:
     for column in columns:
         table.add_column(FAULT_COLUMNS.get(column) or column, justify="center", no_wrap=True)
     table.add_column("diagnosis", no_wrap=True)  # what a user would be told was lost
-    for part, fault in faults.items():
-        marks = ["[green]x[/]" if column in fault["caught_by"] else "" for column in columns]
-        found = fault["diagnosis"]["lost"] if fault["diagnosis"] else "?"
-        table.add_row(part, *marks, f"[green]{found}[/]" if fault["detected"] else "[red]NOT CAUGHT[/]")
+    for part, fault in v.faults.items():
+        marks = ["[green]x[/]" if column in fault.caught_by else "" for column in columns]
+        found = fault.diagnosis.named if fault.diagnosis else "?"
+        table.add_row(part, *marks, f"[green]{found}[/]" if fault.detected else "[red]NOT CAUGHT[/]")
     return table
 
 
-def diagnoses(document: dict) -> list[str]:
-    """One line per resume that should match and does not, and for a negative control that did not diverge."""
-    lines = []
-    comparison = document["comparison"]
-    for name, entry in comparison["resumes"].items():
-        if entry["verdict"] != "concordant" and entry["diagnosis"]:
-            lines.append(_diagnosis_line(name, entry["diagnosis"]))
-    negative = comparison["no_rng_resume"]
-    if negative["verdict"] == "concordant" or negative.get("identical_to_full_resume"):
-        found = negative["diagnosis"] or {"lost": "random state", "explanation": "it matches the continuous run"}
-        lines.append(_diagnosis_line("resumed-no-rng", found))
-    return lines
+def diagnosis_lines(v: Verification) -> list[str]:
+    """One line per failed check that has a diagnosis: the trajectory, what was likely lost, the evidence."""
+    return [_line(c) for c in diagnosed(v.checks) if c.id.kind is not CheckKind.DETERMINISM]
 
 
-def _diagnosis_line(name: str, found: dict) -> str:
-    where = f" from update {found['step']}" if found.get("step") else ""
-    evidence = f" [{found['evidence']}]" if found.get("evidence") else ""
-    return f"diagnosis {name}: likely lost {found['lost']}{where}: {found['explanation']}{evidence}"
+def _line(c: Check) -> str:
+    assert c.diagnosis is not None
+    name = c.id.trajectory or c.name
+    evidence = f" [{c.diagnosis.evidence}]" if c.diagnosis.evidence else ""
+    return f"diagnosis {name}: {c.diagnosis.sentence()}{evidence}"
 
 
-def coverage_note(document: dict) -> str | None:
+def coverage_note(v: Verification) -> str | None:
     """What a verification did not try, so that a pass at one point is not read as a pass at every point."""
-    untried = (document.get("coverage") or {}).get("untried_boundaries")
+    untried = v.coverage.untried_boundaries if v.coverage else None
     if untried:
         ks = ", ".join(map(str, untried))
         return f"not tried: the epoch boundary at k = {ks} (--interrupt-at epochs tries every boundary)"
-    if len(document["interrupt_at"]) == 1:
-        return f"tried k = {document['interrupt_at'][0]} only (--interrupt-at epochs or all try more points)"
+    if len(v.interrupt_at) == 1:
+        return f"tried k = {v.interrupt_at[0]} only (--interrupt-at epochs or all try more points)"
     return None
 
 
-def verdict_line(document: dict) -> str:
-    if document["error"]:
-        return f"[red]could not complete:[/] {document['error']}"
-    if document["all_checks_passed"]:
-        extra = f", all {len(document['faults'])} faults caught" if document["faults"] else ""
+def nonfinite_note(v: Verification) -> str | None:
+    if not v.nonfinite:
+        return None
+    shown = ", ".join(v.nonfinite[:4]) + (", ..." if len(v.nonfinite) > 4 else "")
+    return (
+        f"note: equal infinities in state matched at {shown} (NaN never matches; a non-finite loss, lr or eval fails)"
+    )
+
+
+def gpu_note(v: Verification) -> str | None:
+    """Trajectories that ran on different GPUs, drivers or libraries prove a resume across them: say so."""
+    gpus = v.environment.get("gpus")
+    if not gpus:
+        return None
+    shown = "; ".join(f"{name}: {_gpu(gpu)}" for name, gpu in gpus.items())
+    return f"note: the trajectories ran on different GPUs or software ({shown}): this is a resume across them"
+
+
+def _gpu(gpu: Any) -> str:
+    if not isinstance(gpu, dict):
+        return "no GPU" if gpu is None else str(gpu)
+    return ", ".join(f"{gpu[key]}" for key in ("name", "driver", "cuda", "cudnn") if gpu.get(key) is not None)
+
+
+def verdict_line(v: Verification) -> str:
+    """The last line: could not complete, not deterministic, passed or failed; each names why."""
+    if v.error:
+        return f"[red]could not complete:[/] {v.error}"
+    if not v.deterministic:
+        d = v.determinism
+        where = f" from update {d.first_step}" if d.first_step else ""
+        at = f" ({d.first_mismatch})" if d.first_mismatch else ""
+        return f"[red]NOT DETERMINISTIC:[/] {d.detail}{where}{at}; no part is blamed"
+    if v.all_checks_passed:
+        extra = f", all {len(v.faults)} faults caught" if v.faults else ""
         return f"[green]PASSED:[/] every resume concordant, resume without RNG restore divergent{extra}"
-    failed = [c["name"] for c in document["checks"] if not c["passed"]]
-    blind = f" The protocol is blind to: {', '.join(document['blind_to'])}." if document["blind_to"] else ""
+    failed = [c.name for c in v.failed()]
+    blind = f" The protocol is blind to: {', '.join(v.blind_to)}." if v.blind_to else ""
     return f"[red]FAILED:[/] {'; '.join(failed)}.{blind}"
 
 
-def print_report(out: Console, document: dict) -> None:
-    if document["comparison"]:
-        out.print(comparison_table(document))
-        if len(document["comparison"]["resumes"]) > 1:
-            out.print(points_table(document))
-    if document["faults"]:
-        out.print(fault_matrix(document))
-        for part, fault in document["faults"].items():
-            if part == FLAT:  # the one fault that is a file format: say what it lacks
-                out.print(f"flat file: {fault['cause']}; caught by {', '.join(fault['caught_by']) or 'nothing'}")
-    if document["comparison"]:
-        for line in diagnoses(document):
-            out.print(line, markup=False)
-    note = coverage_note(document) if document["comparison"] else None
-    if note:
-        out.print(note)
-    out.print(verdict_line(document))
+def print_report(out: Console, v: Verification) -> None:
+    if v.full_resume is not None and v.negative is not None:
+        out.print(comparison_table(v))
+        if len(v.resumes) > 1:
+            out.print(points_table(v))
+    if v.faults:
+        out.print(fault_matrix(v))
+        flat = v.faults.get(FLAT)
+        if flat is not None:  # the one fault that is a file format: say what it lacks
+            out.print(f"flat file: {flat.cause}; caught by {', '.join(flat.caught_by) or 'nothing'}")
+    for line in diagnosis_lines(v):
+        out.print(line, markup=False)
+    for note in (nonfinite_note(v), gpu_note(v), coverage_note(v) if v.checks else None):
+        if note:
+            out.print(note, markup=False)
+    out.print(verdict_line(v))
 
 
-def print_chaos(out: Console, document: dict) -> None:
+def print_chaos(out: Console, result: ChaosResult) -> None:
     table = Table(title="chaos test")
     table.add_column("check")
     table.add_column("passed", justify="center")
-    for name, passed in document["checks"].items():
-        table.add_row(name, "[green]yes[/]" if passed else "[red]NO[/]")
+    for check in result.checks:
+        table.add_row(check.name, "[green]yes[/]" if check.passed else "[red]NO[/]")
     out.print(table)
-    signals = ", ".join(f"{n} {name}" for name, n in document["kills_by_signal"].items())
-    phases = ", ".join(f"{n} {phase}" for phase, n in document["kills_by_phase"].items())
+    signals = ", ".join(f"{n} {name}" for name, n in result.kills_by_signal.items())
+    phases = ", ".join(f"{n} {phase}" for phase, n in result.kills_by_phase.items())
     out.print(
-        f"{len(document['kills'])} signals ({signals}; landed: {phases}); {document['trainer_starts']} trainer "
-        f"starts; {document['replayed_steps']} steps replayed"
+        f"{len(result.kills)} signals ({signals}; landed: {phases}); {result.trainer_starts} trainer "
+        f"starts; {result.replayed_steps} steps replayed"
     )
-    verdict = "[green]PASSED:[/] nothing lost" if document["all_checks_passed"] else "[red]FAILED[/]"
-    out.print(verdict)
+    out.print("[green]PASSED:[/] nothing lost" if result.all_checks_passed else "[red]FAILED[/]")

@@ -1,18 +1,16 @@
 """What one verification is asked to do, parsed from the command line once and checked."""
 
-import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from resumeproof.common.checkpoint_files import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.protocol import MODEL, PART_NAME
 from resumeproof.verify.points import EPOCHS
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
-# `--faults all`: the kit's standard parts for the three usual generators (a trainer may name its own parts).
-FAULT_PARTS = ("model", "optimizer", "scheduler", "rng-python", "rng-numpy", "rng-torch", "data", "progress")
-PART_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
 FLAT = "flat"  # --faults flat: resume from the classic flat file of weights and Adam moments alone
 
 
@@ -41,6 +39,7 @@ class Settings:
     plot: bool = False  # write verification.png
     allow: Allowances = NONE_ALLOWED  # checkpoint files accepted although they can run code or cannot be read
     resume_cmd: str | None = None  # --resume-cmd: what every resuming process runs instead (another world size)
+    repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
 
     @property
     def primary(self) -> int:
@@ -83,15 +82,14 @@ def primary_first(points: list[int] | tuple[int, ...]) -> tuple[int, ...]:
 
 
 def parse_faults(spec: str | None) -> tuple[str, ...]:
-    """'all' (the standard parts), a list of parts the trainer's --omit accepts, and/or 'flat'."""
+    """'all' (the parts the trainer declares, known once it ran), a list of parts its --omit accepts, and/or 'flat'."""
     if not spec:
         return ()
-    items = [item.strip() for item in spec.split(",")]
-    parts = [part for item in items for part in (FAULT_PARTS if item == "all" else (item,))]
+    parts = [item.strip() for item in spec.split(",")]
     malformed = [part for part in parts if not PART_NAME.fullmatch(part)]
     if malformed:
         shown = ", ".join(repr(part) for part in malformed)
-        raise SettingsError("--faults", f"{shown}: a part is a lower-case name like {FAULT_PARTS[0]!r}; or all, {FLAT}")
+        raise SettingsError("--faults", f"{shown}: a part is a lower-case name like {MODEL!r}; or {ALL}, {FLAT}")
     return tuple(dict.fromkeys(parts))
 
 

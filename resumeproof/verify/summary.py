@@ -12,7 +12,7 @@ from resumeproof.common.protocol import COMPARED_KEYS, PROTOCOL, RECORD_KEYS, Pr
 
 
 def read_summary(path: Path, expected_step: int | None = None) -> dict[str, Any]:
-    """Load summary.json and check the shape PROTOCOL.md section 3 promises."""
+    """Load summary.json and check the shape docs/protocol.md section 3 promises."""
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

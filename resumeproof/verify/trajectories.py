@@ -15,11 +15,14 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify import failure
 from resumeproof.verify.expectation import Expectation
+
+if TYPE_CHECKING:  # accept.py imports this module; the type is all that is needed here
+    from resumeproof.verify.accept import Accepted
 
 QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
 
@@ -43,7 +46,7 @@ class Trajectory:
     started: float | None = None
     seconds: float | None = None
     error: str | None = None
-    accepted: Any = None  # what `accept` found, once the trajectory is done
+    accepted: "Accepted | None" = None  # what `accept` found, once the trajectory is done
 
     def elapsed(self) -> float:
         if self.seconds is not None:
@@ -55,10 +58,12 @@ def run_all(
     trajectories: list[Trajectory],
     jobs: int,
     timeout: float,
-    accept: Callable[[Trajectory], Any],
+    accept: Callable[[Trajectory], "Accepted"],
     refresh: Callable[[], None] = lambda: None,
+    expand: Callable[[Trajectory], list[Trajectory]] = lambda done: [],
 ) -> None:
-    """Run every trajectory whose dependencies are done; mark the rest skipped."""
+    """Run every trajectory whose dependencies are done; mark the rest skipped. `expand(done)` may add
+    trajectories once one is accepted (they join `trajectories`): what they are depends on what it wrote."""
     by_name = {t.name: t for t in trajectories}
     pending, running = [t for t in trajectories if t.status == QUEUED], dict[Future, Trajectory]()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -75,11 +80,16 @@ def run_all(
             refresh()
             finished, _ = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
             for future in finished:
-                running.pop(future).status = DONE if future.result() is None else FAILED
+                t = running.pop(future)
+                t.status = DONE if future.result() is None else FAILED
+                added = expand(t) if t.status == DONE else []
+                trajectories += added
+                pending += added
+                by_name.update((a.name, a) for a in added)
     refresh()
 
 
-def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Any]) -> str | None:
+def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], "Accepted"]) -> str | None:
     """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
     try:
         t.log.write_bytes(b"")

@@ -1,7 +1,7 @@
-"""One verification: run the planned trajectories, accept what they wrote, compare, write verification.json.
+"""One verification: run the planned trajectories, accept what they wrote, gather evidence where a comparison
+failed, evaluate, and build the `Verification` that verification.json and every report are made from.
 
-The outcome is the verification.json document; the command line turns it into an exit code
-(0 passed, 1 a comparison failed, 2 could not complete).
+The command line turns its outcome into an exit code (0 passed, 1 a comparison failed, 2 could not complete).
 """
 
 from dataclasses import replace
@@ -12,57 +12,37 @@ from rich.live import Live
 
 from resumeproof.common import protocol
 from resumeproof.common.errors import refuse_existing
-from resumeproof.verify import accept, plan, points, report
+from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, REPEAT, RESUMED, CheckKind
+from resumeproof.verify import accept, evidence, plan, points, report
 from resumeproof.verify import plot as plot_module
-from resumeproof.verify.accept import Accepted
-from resumeproof.verify.evaluate import evaluate
+from resumeproof.verify.diagnosis import Context
+from resumeproof.verify.evaluate import Evaluated, evaluate
+from resumeproof.verify.evidence import Evidence
 from resumeproof.verify.expectation import Expect
-from resumeproof.verify.settings import Settings, primary_first
+from resumeproof.verify.result import DIVERGENT, Verification
+from resumeproof.verify.settings import ALL, Settings, primary_first
 from resumeproof.verify.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
 
+COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failure here asks for the evidence
 
-def verify(s: Settings, out: Console) -> dict[str, Any]:
+
+def verify(s: Settings, out: Console) -> Verification:
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
     s, trajectories, error = _planned(s, out)
     if error is None:
-        _run(trajectories, s, out)
-        error = next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+        _run(trajectories, s, out, lambda done: _declared_faults(s, done))
+        error = _first_error(trajectories)
+    evaluated = None
     if error is None:
+        evaluated = _with_evidence(trajectories, s, out)
         error = _inputs_unchanged(trajectories) or (_torch_load_all(trajectories) if s.torch_load else None)
-    done = {t.name: t.accepted for t in trajectories if isinstance(t.accepted, Accepted)}
-    summaries = {name: a.summary for name, a in done.items()}
-    meta = summaries.get(plan.CONTINUOUS, {}).get("meta")
-    document: dict[str, Any] = {
-        "all_checks_passed": False,
-        "positive": False,
-        "negative_divergence_detected": False,
-        "error": error,
-        "protocol": protocol.PROTOCOL,
-        "train_cmd": s.train_cmd,
-        "resume_cmd": s.resume_cmd,
-        "steps": s.steps,
-        "interrupt_at": list(s.points),
-        "segments": [list(chain) for chain in s.segments],
-        "tolerance": {"atol": s.atol, "rtol": 0.0},
-        "allowed": {"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
-        "environment": report.environment(meta if isinstance(meta, dict) else {}),  # meta: any JSON
-        "trajectories": {t.name: report.trajectory_entry(t) for t in trajectories},
-        "checks": [],
-        "comparison": {},
-        "faults": {},
-        "blind_to": [],
-        "coverage": {},
-        "next_lr": None,
-    }
-    if error is None:
-        document.update(evaluate(trajectories, summaries, s.atol))
-        document["checks"] = [a.checkpoint.row(name) for name, a in done.items()] + document["checks"]
-        if s.plot:
-            divergent = {t.name for t in trajectories if t.expectation and t.expectation.kind is Expect.DIVERGENT}
-            document["plot"] = str(plot_module.write(s.output / "verification.png", summaries, s.atol, divergent))
-    report.write(s.output / "verification.json", document)
-    return document
+    result = _result(s, trajectories, evaluated if error is None else None, error)
+    if result.error is None and s.plot:
+        divergent = {t.name for t in trajectories if t.expectation and t.expectation.kind is Expect.DIVERGENT}
+        result.plot = str(plot_module.write(s.output / "verification.png", _summaries(trajectories), s.atol, divergent))
+    report.write(s.output / "verification.json", result.to_json())
+    return result
 
 
 def _planned(s: Settings, out: Console) -> tuple[Settings, list[Trajectory], str | None]:
@@ -71,7 +51,7 @@ def _planned(s: Settings, out: Console) -> tuple[Settings, list[Trajectory], str
         return s, plan.build(s), None
     continuous = plan.reference(s)
     _run([continuous], s, out)
-    if continuous.error is not None:
+    if continuous.accepted is None:
         return s, [continuous], continuous.error
     try:
         found = points.infer(continuous.accepted.summary["history"]).points(s.steps)
@@ -81,24 +61,123 @@ def _planned(s: Settings, out: Console) -> tuple[Settings, list[Trajectory], str
     return s, plan.build(s, continuous), None
 
 
-def _run(trajectories: list[Trajectory], s: Settings, out: Console) -> None:
+def _declared_faults(s: Settings, done: Trajectory) -> list[Trajectory]:
+    """--faults all: once the primary point ran, one fault per part it declares (or the standard set)."""
+    if ALL not in s.faults or done.name != INTERRUPTED or done.accepted is None:
+        return []
+    given = [part for part in s.faults if part != ALL]
+    declared = declared_parts(done.accepted.summary) or protocol.STANDARD_PARTS
+    return plan.faults(s, [part for part in declared if part not in given])
+
+
+def declared_parts(summary: dict[str, Any]) -> tuple[str, ...] | None:
+    """The parts a trainer declares its --omit accepts (meta.parts, protocol revision 1.2), if it does."""
+    meta = summary.get(protocol.META)
+    parts = meta.get(protocol.META_PARTS) if isinstance(meta, dict) else None
+    if not (
+        isinstance(parts, list) and parts and all(isinstance(p, str) and protocol.PART_NAME.fullmatch(p) for p in parts)
+    ):
+        return None
+    return tuple(parts)
+
+
+def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) -> Evaluated:
+    """Evaluate; where a comparison failed, run the evidence it asks for (verify/evidence.py) and evaluate again."""
+    summaries = _summaries(trajectories)
+    declared = declared_parts(summaries[CONTINUOUS])
+    parts = declared or protocol.STANDARD_PARTS
+    first = evaluate(trajectories, summaries, s.atol, parts)
+    extra = _evidence_trajectories(s, first, summaries, trajectories, declared)
+    if not extra:
+        return first
+    trajectories += extra
+    _run(trajectories, s, out)  # only the new ones are queued; a failed probe is no evidence, never an error
+    summaries = _summaries(trajectories)
+    probes = {t.expectation.part: summaries[t.name] for t in trajectories
+              if t.expectation and t.expectation.part and t.name in summaries and t.expectation.resumed_at == s.primary
+              and t.expectation.kind in (Expect.PROBE, Expect.DIVERGENT)}  # fmt: skip
+    found = Evidence(repeat=summaries.get(REPEAT), probes=probes, seeded=summaries.get(plan.SEEDED))
+    return evaluate(trajectories, summaries, s.atol, parts, found)
+
+
+def _evidence_trajectories(
+    s: Settings, first: Evaluated, summaries: dict[str, dict[str, Any]], trajectories: list[Trajectory],
+    declared: tuple[str, ...] | None,
+) -> list[Trajectory]:  # fmt: skip
+    names = {t.name for t in trajectories}
+    failed = [c for c in first.checks if not c.passed]
+    extra = []
+    if any(c.id.kind in COMPARISONS for c in failed) and REPEAT not in names:
+        extra.append(plan.reference(s, REPEAT))
+    resumed = first.resumes.get(RESUMED)
+    if declared and resumed and resumed.diagnosis and not resumed.diagnosis.lost and first.determinism.deterministic:
+        context = Context(resumed_at=s.primary, parts=declared, atol=s.atol)
+        wanted = evidence.candidates(summaries[CONTINUOUS], summaries[RESUMED], context)
+        extra += plan.probes(s, [p for p in wanted if f"{protocol.FAULT_PREFIX}{p}" not in names])
+    negative = first.negative
+    if negative.verdict != DIVERGENT and negative.identical_to_full_resume and plan.SEEDED not in names:
+        extra.append(plan.seeded(s))
+    return extra
+
+
+def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any = None) -> None:
     with Live(report.progress(trajectories), console=out, refresh_per_second=8) as live:
-        run_all(
-            trajectories,
-            s.jobs,
-            s.timeout,
-            accept.acceptor(s.allow),
-            lambda: live.update(report.progress(trajectories)),
-        )
+        run_all(trajectories, s.jobs, s.timeout, accept.acceptor(s.allow),
+                lambda: live.update(report.progress(trajectories)), expand or (lambda done: []))  # fmt: skip
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal
+
+
+def _first_error(trajectories: list[Trajectory]) -> str | None:
+    return next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+
+
+def _summaries(trajectories: list[Trajectory]) -> dict[str, dict[str, Any]]:
+    return {t.name: t.accepted.summary for t in trajectories if t.accepted is not None}
+
+
+def _result(
+    s: Settings, trajectories: list[Trajectory], evaluated: Evaluated | None, error: str | None
+) -> Verification:
+    summaries = _summaries(trajectories)
+    meta = summaries.get(CONTINUOUS, {}).get(protocol.META)
+    environment = report.environment(meta if isinstance(meta, dict) else {})  # meta: any JSON
+    gpus = gpus_differ(summaries)
+    if gpus:
+        environment["gpus"] = gpus
+    result = Verification(
+        error=error, train_cmd=s.train_cmd, resume_cmd=s.resume_cmd, protocol=protocol.PROTOCOL, steps=s.steps,
+        interrupt_at=s.points, segments=s.segments, atol=s.atol,
+        allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
+        environment=environment,
+        trajectories={t.name: report.trajectory_record(t) for t in trajectories},
+        parts=declared_parts(summaries[CONTINUOUS]) or () if CONTINUOUS in summaries else (),
+    )  # fmt: skip
+    if evaluated is None:
+        return result
+    checkpoints = [t.accepted.checkpoint.check(t.name) for t in trajectories if t.accepted is not None]
+    return replace(
+        result, checks=checkpoints + evaluated.checks, resumes=evaluated.resumes, negative=evaluated.negative,
+        faults=evaluated.faults, determinism=evaluated.determinism, nonfinite=evaluated.nonfinite,
+        coverage=evaluated.coverage, next_lr=evaluated.next_lr,
+    )  # fmt: skip
+
+
+def gpus_differ(summaries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Each trajectory's `meta.gpu` when they are not all the same: a resume across GPUs, drivers or
+    libraries is another claim than a resume on one machine, and the report says so."""
+    gpus = {}
+    for name, summary in summaries.items():
+        meta = summary.get(protocol.META)
+        gpus[name] = meta.get("gpu") if isinstance(meta, dict) else None
+    return gpus if len({protocol.dumps(gpu) for gpu in gpus.values()}) > 1 else None
 
 
 def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
     """A resume must read its checkpoint, never write it: re-hash every one resumed from."""
     resumed_from = {name for t in trajectories for name in t.after}
     for t in trajectories:
-        if t.name in resumed_from and isinstance(t.accepted, Accepted) and not t.accepted.checkpoint.unchanged():
+        if t.name in resumed_from and t.accepted is not None and not t.accepted.checkpoint.unchanged():
             return f"{t.accepted.checkpoint.path}: changed while it was being resumed from"
     return None
 
@@ -106,7 +185,7 @@ def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
 def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
     """Load every checkpoint with torch itself; the first refusal, if any."""
     for t in trajectories:
-        if isinstance(t.accepted, Accepted):
+        if t.accepted is not None:
             try:
                 t.accepted = replace(t.accepted, checkpoint=accept.with_torch(t.accepted.checkpoint))
             except TrajectoryError as err:

@@ -16,7 +16,7 @@ from resumeproof.verify import accept
 from resumeproof.verify.trajectories import TrajectoryError
 from tests.helpers import code_that_touches, rewrite_metadata
 
-# dcp_io.save and dcp_io.load in this process, without a process group, say so; that is intended here.
+# dcp.save and dcp.load in this process, without a process group, say so; that is intended here.
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled:UserWarning")
 
 STATE = {
@@ -27,7 +27,7 @@ STATE = {
 
 
 def saved(tmp_path: Path, state: dict | None = None) -> Path:
-    """A DCP directory written by stock dcp_io.save in this process, with the protocol's sidecar."""
+    """A DCP directory written by stock dcp.save in this process, with the protocol's sidecar."""
     folder = tmp_path / "checkpoint.pt"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "torch.distributed is ... uninitialized, assuming ... a single process"

@@ -1,6 +1,6 @@
 """The project's contract stays compatible with the founding one: its text, and a trainer written to it.
 
-Revision 1.1 (docs/protocol.md) may add, never take away: every line of the founding text
+Revisions 1.1 and 1.2 (docs/protocol.md) may add, never take away: every line of the founding text
 (resume-protocol/1, revision 1.0) is still there, in order, and a trainer that knows nothing but
 revision 1.0 is verified as before. Extensions it lacks fail only the options that need them,
 with exit 2 and the trainer's own words, never a pass.
@@ -32,7 +32,7 @@ def test_every_line_of_the_founding_text_is_still_in_the_contract_in_order():
 
 def test_the_contract_names_its_revision_and_keeps_the_summary_protocol_string():
     text = PROTOCOL.read_text()
-    assert text.startswith("# resume-protocol/1: the trajectory contract (revision 1.1)")
+    assert text.startswith("# resume-protocol/1: the trajectory contract (revision 1.2)")
     assert '`"resume-protocol/1"`' in text
 
 

@@ -5,8 +5,10 @@ import os
 import subprocess
 import sys
 
-import train
-from resumeproof.common import fingerprint
+import pytest
+
+from resumeproof.common import fingerprint, protocol
+from resumeproof.reference import train
 from tests.helpers import REPO, run_script
 
 
@@ -17,7 +19,7 @@ def summary(run_dir):
 def test_data_file_regenerates_byte_for_byte(tmp_path):
     proc = run_script(REPO / "data" / "make_data.py", tmp_path / "synthetic.csv")
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "synthetic.csv").read_bytes() == (REPO / "data" / "synthetic.csv").read_bytes()
+    assert (tmp_path / "synthetic.csv").read_bytes() == train.DATA_FILE.read_bytes()  # the one the package ships
 
 
 def test_network_has_exactly_33_parameters():
@@ -105,3 +107,46 @@ def test_writing_generations_every_3_steps_changes_nothing(tmp_path, continuous_
     with_generations, without = summary(tmp_path / "r"), summary(continuous_run)
     for key in ("step", "history", "state", "next", "eval"):
         assert with_generations[key] == without[key], key
+
+
+def test_a_cpu_run_declares_exactly_the_parts_its_omit_accepts(continuous_run):
+    """meta.parts, which --faults all reads: the CPU's generators, no scaler, no other ranks in one process."""
+    meta = summary(continuous_run)["meta"]
+    assert meta["parts"] == list(protocol.STANDARD_PARTS)  # model ... rng-torch, data, progress
+    assert (meta["precision"], meta["gpu"]) == ("float64", None)
+
+
+# -- --precision on the CPU: float32, and autocast over float32 weights (bf16; fp16 with a GradScaler) ----------
+
+
+def verify_precision(tmp_path, precision, *extra):
+    out = tmp_path / precision
+    train_cmd = f"{sys.executable} -B train.py --precision {precision}"
+    args = ("--output", out, "--atol", "0", "--jobs", "2", "--steps", "6", "--interrupt-at", "3", *extra)
+    proc = run_script(REPO / "verify_resume.py", *args, "--train-cmd", train_cmd, timeout=240)
+    return proc, json.loads((out / "verification.json").read_text()), summary(out / "continuous")
+
+
+@pytest.mark.parametrize("precision", ["float32", "bf16"])
+def test_a_float32_or_bf16_autocast_run_resumes_bit_identically(tmp_path, precision):
+    proc, doc, continuous = verify_precision(tmp_path, precision)
+    assert proc.returncode == 0, proc.stderr
+    assert doc["comparison"]["full_resume"]["max_deviation"] == 0.0
+    meta = continuous["meta"]
+    assert (meta["dtype"], meta["precision"], meta["device"]) == ("float32", precision, "cpu")
+    assert "scaler" not in meta["parts"] and "scaler" not in continuous["state"]
+    assert all("scale" not in record for record in continuous["history"])
+
+
+def test_an_fp16_run_scales_its_loss_resumes_bit_identically_and_a_lost_scaler_is_caught(tmp_path):
+    proc, doc, continuous = verify_precision(tmp_path, "fp16", "--faults", "scaler,rng-torch")
+    assert proc.returncode == 0, proc.stderr
+    assert continuous["meta"]["parts"][-1] == "scaler"
+    assert [record["scale"] for record in continuous["history"]] == [256.0] * 4 + [512.0] * 2  # x2 after 4 updates
+    assert continuous["state"]["scaler"] == {
+        "scale": 512.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 4, "_growth_tracker": 2,
+    }  # fmt: skip
+    lost = doc["faults"]["scaler"]
+    assert lost["detected"] and lost["diagnosis"]["lost"] == "scaler"
+    assert {"state", "history.scale"} <= set(lost["caught_by"]), lost["caught_by"]
+    assert doc["faults"]["rng-torch"]["detected"]

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from tests.helpers import REPO, TRAINERS, read_verification, run_verify
+from tests.helpers import TRAINERS, read_verification, run_verify
 
 NAMES = ("continuous", "interrupted", "resumed", "resumed-no-rng")
 SMALL = ("--steps", "4", "--interrupt-at", "2")  # enough for every fault below; keeps the suite fast
@@ -55,7 +55,7 @@ def sha256(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def proof(tmp_path_factory) -> Verification:
-    """verify_resume.py with its defaults (train.py, N = 10, k = 5)."""
+    """verify_resume.py with its defaults (the packaged reference trainer, N = 10, k = 5)."""
     result = verify(tmp_path_factory.mktemp("proof") / "run")
     assert result.proc.returncode == 0, result.proc.stderr
     return result
@@ -89,7 +89,7 @@ def test_tolerance_and_next_lr_are_recorded(proof):
 def test_every_trajectory_is_recorded_with_its_checkpoint_fingerprint(proof, name, steps, extra):
     out, entry = proof.out, proof.doc["trajectories"][name]
     tail = [arg.format(out=out) for arg in extra]
-    train = [sys.executable, "-B", str(REPO / "train.py")]
+    train = [sys.executable, "-B", "-m", "resumeproof.reference"]  # the default: the packaged trainer
     assert entry["argv"] == [*train, "--steps", steps, "--output", str(out / name), *tail]
     assert entry["exit_code"] == 0
     assert entry["status"] == "done"
@@ -110,6 +110,7 @@ def test_full_resume_is_concordant_and_resume_without_rng_diverges(proof):
 
 def test_environment_is_recorded(proof):
     assert proof.doc["environment"] == {
+        "resumeproof": metadata.version("resumeproof"),
         "python": platform.python_version(),
         "torch": metadata.version("torch"),
         "numpy": metadata.version("numpy"),
@@ -117,6 +118,7 @@ def test_environment_is_recorded(proof):
         "threads": 1,
         "dtype": "float64",
         "device": "cpu",
+        "gpu": None,
     }
 
 
@@ -145,9 +147,13 @@ def test_forgotten_optimizer_state_fails_the_full_resume(tmp_path):
     assert checks["interrupted: history = first 2 records of continuous"]["passed"] is True
     assert checks["resumed (from step 2) concordant with continuous"]["first_mismatch"] == full["first_mismatch"]
     # fresh moments change the weights of update 3, so the loss of update 4 is the first to differ
-    assert full["diagnosis"]["lost"] == "optimizer" and full["diagnosis"]["step"] == 4
+    assert full["diagnosis"]["parts"] == ["optimizer"] and full["diagnosis"]["step"] == 4
+    assert full["diagnosis"]["rule"] == "restarted-counter"  # Adam's step counted 2 updates fewer
     assert "diagnosis resumed: likely lost optimizer from update 4" in proc.stderr
-    assert "likely lost: optimizer" in checks["resumed (from step 2) concordant with continuous"]["detail"]
+    check = checks["resumed (from step 2) concordant with continuous"]
+    assert (check["kind"], check["trajectory"], check["diagnosis"]) == ("resume", "resumed", full["diagnosis"])
+    repeat = doc["trajectories"]["continuous-repeat"]  # a failed comparison asks whether the trainer repeats itself
+    assert repeat["status"] == "done" and doc["deterministic"] is True and doc["determinism"]["repeated"] is True
 
 
 def test_trainer_without_randomness_fails_the_negative_control(tmp_path):
@@ -160,8 +166,8 @@ def test_trainer_without_randomness_fails_the_negative_control(tmp_path):
     assert [c["name"] for c in doc["checks"] if not c["passed"]] == [NEGATIVE_CHECK]
     negative = doc["comparison"]["no_rng_resume"]
     assert negative["identical_to_full_resume"] is True
-    assert negative["diagnosis"]["lost"] == "random state"
-    assert in_stderr("diagnosis resumed-no-rng: likely lost random state", proc.stderr)
+    assert negative["diagnosis"]["parts"] == [] and negative["diagnosis"]["rule"] == "identical-to-full-resume"
+    assert in_stderr("diagnosis resumed-no-rng: cause unknown: the checkpoint restores no random state", proc.stderr)
 
 
 # -- verification cannot be completed: exit 2, one line, no traceback ----------------------------

@@ -1,4 +1,7 @@
-"""A worker: reads case numbers on stdin, judges each with the check and with torch, prints JSON lines.
+"""A worker: reads case numbers on stdin, judges each with `resumeproof check` and with torch, prints JSON lines.
+
+Our side is the function behind the `resumeproof check` command (resumeproof/verify/vet.py), the
+same code a user runs on a file someone sent; a case has no sidecar, as such a file usually has none.
 
     python -B -m tests.fuzz.judge SEED DIRECTORY MEMORY_BYTES     (with the repository on PYTHONPATH)
 
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from resumeproof.common import weights_only
+from resumeproof.verify.vet import Verdict, vet
 
 from . import cases
 
@@ -26,12 +29,14 @@ def _emit(**fields: object) -> None:
 
 def ours(path: Path) -> str:
     try:
-        weights_only.check(path)
-        return "accept"
-    except weights_only.WeightsOnlyError as err:
-        return "refuse" if str(err).startswith(f"{path}: ") and "\n" not in str(err) else "foreign:message"
-    except BaseException as err:  # anything else is a failure of the check: counted, never hidden
+        found = vet(path)
+    except BaseException as err:  # vet never raises for what it finds: anything else is a failure, counted
         return f"foreign:{type(err).__name__}"
+    if found.verdict is Verdict.ACCEPTED:
+        return "accept"
+    said = found.line()
+    return "refuse" if found.verdict is Verdict.REFUSED and said.startswith(f"{path}: ") and "\n" not in said else (
+        "foreign:message")  # fmt: skip
 
 
 def theirs(path: Path) -> str:

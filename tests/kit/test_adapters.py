@@ -6,13 +6,17 @@ import random
 import shutil
 import subprocess
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
-from resumeproof.common import manifest
+from resumeproof import kit
+from resumeproof.common import manifest, protocol
+from resumeproof.kit.adapters import common
 from resumeproof.kit.adapters.common import draws_from_globals
+from resumeproof.kit.run import ProtocolRun
 from tests.helpers import REPO, run_script
 
 EXAMPLES = REPO / "examples"
@@ -145,3 +149,123 @@ def test_draws_from_globals_tells_augmentation_from_the_globals_and_leaves_them_
     assert draws_from_globals(Global()) and not draws_from_globals(Private())
     after = (random.getstate(), np.random.get_state()[1], torch.get_rng_state())
     assert before[0] == after[0] and (before[1] == after[1]).all() and torch.equal(before[2], after[2])
+
+
+def test_the_adapters_offer_the_standard_parts_of_the_global_generators_and_the_scaler():
+    generators = [common.GLOBAL_GENERATORS.index(name) for name in ("python", "numpy", "torch")]
+    assert generators == [0, 1, 2] and (protocol.rng_part("cuda") in common.PARTS) == torch.cuda.is_available()
+    cpu = tuple(part for part in common.STANDARD_PARTS if part != protocol.rng_part("cuda"))
+    assert cpu == tuple(part for part in protocol.STANDARD_PARTS if part != protocol.PROGRESS)
+    assert common.PARTS[-1] == protocol.SCALER and common.PARTS[:-1] == common.STANDARD_PARTS
+
+
+def protocol_run(tmp_path, *flags: str) -> ProtocolRun:
+    argv = ["--steps", "1", "--output", str(tmp_path / "out"), "--resume", str(tmp_path / "c"), *flags]
+    return ProtocolRun(kit.flags.parse(argv, parts=common.PARTS), parts=common.PARTS)
+
+
+def test_a_run_without_a_gradscaler_withdraws_the_scaler_part_and_refuses_to_omit_it(tmp_path):
+    run = protocol_run(tmp_path)
+    common.offer_scaler(run, torch.amp.GradScaler("cpu"))
+    assert run.parts == common.PARTS
+    common.offer_scaler(run, None)
+    assert run.parts == common.STANDARD_PARTS
+    with pytest.raises(kit.flags.FlagError, match=r"--omit=scaler: the run has no GradScaler .*nothing to omit"):
+        common.offer_scaler(protocol_run(tmp_path, "--omit=scaler"), None)
+
+
+# Each framework makes a GradScaler only for fp16 on a GPU; this runs an example with the CPU GradScaler in its place
+# (torch.amp.GradScaler("cpu")), where the framework keeps its own: Accelerator.scaler (transformers' Trainer uses
+# an Accelerator too) and Lightning's MixedPrecision plugin.
+WITH_SCALER = """
+import pathlib, runpy, sys
+import torch
+framework, script = sys.argv[1], sys.argv[2]
+if framework == "lightning":
+    import lightning.pytorch as pl
+    from lightning.pytorch.plugins.precision import MixedPrecision
+    built = pl.Trainer.__init__
+    def init(self, *args, **kwargs):
+        built(self, *args, plugins=[MixedPrecision("16-mixed", "cpu", scaler=torch.amp.GradScaler("cpu"))], **kwargs)
+    pl.Trainer.__init__ = init
+else:
+    import accelerate
+    built = accelerate.Accelerator.__init__
+    def init(self, *args, **kwargs):
+        built(self, *args, **kwargs)
+        self.scaler = torch.amp.GradScaler("cpu")
+    accelerate.Accelerator.__init__ = init
+sys.argv = [script, *sys.argv[3:]]
+sys.path.insert(0, str(pathlib.Path(script).parent))
+runpy.run_path(script, run_name="__main__")
+"""
+FRAMEWORKS = ("accelerate", "lightning", "transformers")
+
+
+@pytest.fixture(scope="module")
+def with_scaler(tmp_path_factory):
+    """Run one framework's example with a GradScaler: (framework, *flags) -> the finished process."""
+    wrapper = tmp_path_factory.mktemp("scaler") / "with_scaler.py"
+    wrapper.write_text(WITH_SCALER)
+
+    def run(framework: str, *flags: Any) -> subprocess.CompletedProcess:
+        return run_script(wrapper, framework, EXAMPLES / SCRIPTS[framework], *flags)
+
+    return run
+
+
+@pytest.fixture(scope="module")
+def interrupted_with_scaler(with_scaler, tmp_path_factory):
+    """One run of 3 steps per example with a GradScaler, made on first use."""
+    made = {}
+
+    def get(framework: str):
+        if framework not in made:
+            out = tmp_path_factory.mktemp(f"{framework}-scaler") / "interrupted"
+            proc = with_scaler(framework, "--steps", "3", "--output", out)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            made[framework] = out
+        return made[framework]
+
+    return get
+
+
+def summary_of(out) -> dict[str, Any]:
+    return json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_where_the_framework_has_a_gradscaler_the_scaler_is_saved_restored_and_omitted_on_request(
+    tmp_path, with_scaler, interrupted_with_scaler, framework
+):
+    interrupted = interrupted_with_scaler(framework)
+    first = summary_of(interrupted)
+    assert protocol.SCALER in first["meta"]["parts"] and first["state"]["scaler"]["_growth_tracker"] == 3
+    checkpoint = interrupted / "checkpoint.pt"
+    for flags, tracker in (((), 5), (("--omit=scaler",), 2)):  # restored: 3 + 2 updates; left as built: 2
+        out = tmp_path / f"resumed{len(flags)}"
+        proc = with_scaler(framework, "--steps", "2", "--output", out, "--resume", checkpoint, *flags)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        resumed = summary_of(out)
+        assert resumed["meta"]["omitted"] == [part.removeprefix("--omit=") for part in flags]
+        assert resumed["state"]["scaler"]["_growth_tracker"] == tracker, flags
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_without_a_gradscaler_the_scaler_is_not_offered_and_omitting_it_is_refused(tmp_path, interrupted, framework):
+    checkpoint = interrupted(framework)
+    first = summary_of(checkpoint.parent)
+    assert protocol.SCALER not in first["meta"]["parts"] and protocol.SCALER not in first["state"]
+    proc, out = resume(tmp_path, checkpoint, framework, "--omit=scaler")
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode != 0 and not out.joinpath("summary.json").exists(), proc.stderr[-2000:]
+    assert last.endswith("--omit=scaler: the run has no GradScaler (fp16 mixed precision on a GPU makes one); "
+                         "there is nothing to omit"), last  # fmt: skip
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_run_with_a_gradscaler_refuses_a_checkpoint_without_its_state(tmp_path, with_scaler, interrupted, framework):
+    proc = with_scaler(framework, "--steps", "2", "--output", tmp_path / "r", "--resume", interrupted(framework))
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "GradScaler" in last and ("scaler.pt is missing" in last or "holds no GradScaler state" in last), last

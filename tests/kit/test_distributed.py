@@ -95,7 +95,9 @@ def test_a_data_position_or_generators_restored_on_rank_0_only_are_caught_by_the
 def test_a_dcp_resume_that_omits_the_model_or_optimizer_really_leaves_it_unrestored(grow, part):
     """dcp.load writes in place: loading into the live parameters would restore an omitted model."""
     fault = grow[1]["faults"][part]
-    assert fault["detected"] and fault["diagnosis"]["lost"] == part
+    # Caught, and not the full resume; naming the part is the diagnosis's (a lost model reads "unknown" there:
+    # another loss at the same rows and lr could be a generator the summary does not report).
+    assert fault["detected"] and not fault["identical_to_full_resume"]
 
 
 def test_continuous_runs_at_1_2_and_4_processes_agree_and_1_is_the_single_process_run(
@@ -180,7 +182,7 @@ def test_a_short_torchrun_chaos_run_killing_ranks_loses_nothing(tmp_path):
     proc = run_verify(*args, "--train-cmd", train, timeout=2 * LAUNCH_TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "c" / "verification.json").read_text())
-    assert all(doc["checks"].values()) and len(doc["kills"]) == 2
+    assert all(check["passed"] for check in doc["checks"]) and len(doc["kills"]) == 2
     assert all(k["signal"] == "SIGKILL" and k["rank"] in (0, 1) for k in doc["kills"])
     assert doc["trainer_starts"] == 3  # torchrun restarted the group after each kill
 
@@ -214,7 +216,6 @@ def test_two_torchrun_agents_with_a_c10d_rendezvous_resume_as_one_node(grow, tmp
     [
         (("--reduction", "canonical"), "--reduction needs a launcher"),
         (("--resume", "{dcp}", "--omit=other-ranks.data"), "--omit=other-ranks.data: a single process has no other"),
-        (("--resume", "{dcp}"), "a DCP checkpoint directory resumes under torchrun"),
     ],
 )
 def test_without_a_launcher_what_needs_one_is_refused(fsdp, tmp_path, args, said):
@@ -225,27 +226,12 @@ def test_without_a_launcher_what_needs_one_is_refused(fsdp, tmp_path, args, said
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize(
-    ("resume", "said"),
-    [
-        ("--resume", "not a DCP checkpoint directory"),
-        ("--resume-flat", "--resume-flat: a flat file resumes one process, not a torchrun group"),
-    ],
-)
-def test_under_a_launcher_what_resumes_one_process_is_refused(interrupted_run, tmp_path, resume, said):
-    source = interrupted_run / protocol.CHECKPOINT
-    if resume == "--resume-flat":
-        source = tmp_path / "flat.bin"
-        export = [
-            sys.executable,
-            "-B",
-            "-m",
-            "resumeproof",
-            "flat",
-            "export",
-            str(interrupted_run / protocol.CHECKPOINT),
-        ]
-        subprocess.run([*export, str(source)], cwd=REPO, check=True, capture_output=True)
-    proc = torchrun(launch(1, "--steps", "6", "--output", str(tmp_path / "x"), resume, str(source)))
+def test_under_a_launcher_a_flat_file_is_refused(interrupted_run, tmp_path):
+    """A single process's checkpoint file resumes under torchrun (tests/kit/test_launchers.py); a flat file does not."""
+    source = tmp_path / "flat.bin"
+    export = [sys.executable, "-B", "-m", "resumeproof", "flat", "export", str(interrupted_run / protocol.CHECKPOINT)]
+    subprocess.run([*export, str(source)], cwd=REPO, check=True, capture_output=True)
+    proc = torchrun(launch(1, "--steps", "6", "--output", str(tmp_path / "x"), "--resume-flat", str(source)))
+    said = "--resume-flat: a flat file resumes one process, not a torchrun group"
     assert proc.returncode != 0 and said in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "x" / protocol.CHECKPOINT).exists()

@@ -90,7 +90,8 @@ def test_omitting_each_generator_changes_only_its_next_draw():
         assert {k: v for k, v in got.items() if k != name} == {k: v for k, v in expected.items() if k != name}
 
 
-def test_global_names_the_generators_frameworks_save():
+def test_global_names_the_generators_frameworks_save(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # with CUDA, `cuda` too (test_devices.py)
     gens = Generators.global_()
     assert gens.names == ("python", "numpy", "torch")
     assert gens["python"] is random and gens["numpy"] is np.random and gens["torch"] is torch.default_generator
@@ -112,3 +113,22 @@ def test_a_state_the_generator_refuses_is_found_by_check_without_touching_the_ru
     with pytest.raises(GeneratorStateError, match="saved generators"):
         gens.check({"python": state["python"]})
     assert draws(gens) == before  # check restored into scratch generators, never into the run's
+
+
+def test_a_restore_missing_one_state_touches_no_generator():
+    gens = every_kind(13)
+    saved = gens.state()
+    del saved["numpy_pcg64"]
+    first = draws(gens)
+    with pytest.raises(GeneratorStateError, match="no saved state for generator 'numpy_pcg64'"):
+        gens.restore(saved)
+    got = draws(gens)
+    assert all(got[name] != first[name] for name in gens.names)  # a restored one would repeat its first draw
+
+
+@pytest.mark.parametrize("device", ["cpu", torch.device("cpu")])
+def test_a_torch_generator_is_peeked_and_checked_on_its_own_device(device):
+    g = torch.Generator(device=device).manual_seed(7)
+    gens = Generators(g=g)
+    gens.check(gens.state())
+    assert gens.peek() == {"g": torch.rand((), generator=g, device=g.device, dtype=torch.float64).item()}

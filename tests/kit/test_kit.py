@@ -1,88 +1,18 @@
-"""The trainer kit's public pieces: protocol flags, exact JSON of training state, summary.json, the minimal loop."""
+"""The kit's public pieces: exact JSON of training state, summary.json, the minimal loop; flags in test_flags.py."""
 
-import argparse
 import json
 import math
 import re
 import struct
 from collections import OrderedDict
-from pathlib import Path
 
-import click
 import numpy as np
 import pytest
 import torch
-from click.testing import CliRunner
 
 from resumeproof import kit
-from resumeproof.kit.flags import FlagError
 from resumeproof.kit.summary import SummaryError
 from tests.helpers import REPO, run_verify
-
-PARTS = ("model", "optimizer", "rng-python", "rng-torch", "data")
-
-
-# -- flags --------------------------------------------------------------------------------------
-
-
-def test_argparse_flags_give_the_protocol_args():
-    args = kit.flags.parse(["--steps", "5", "--output", "o", "--resume", "c.pt", "--omit", "model,data"], parts=PARTS)
-    assert args == kit.ProtocolArgs(steps=5, output=Path("o"), resume=Path("c.pt"), omit=frozenset({"model", "data"}))
-
-
-def test_omit_rng_restore_names_every_rng_part():
-    args = kit.flags.parse(["--steps", "1", "--output", "o", "--resume", "c", "--omit-rng-restore"], parts=PARTS)
-    assert args.omit == {"rng-python", "rng-torch"}
-
-
-def test_an_abbreviated_flag_is_never_taken_for_another(capsys):
-    # argparse's default would read --omit as --omit-rng-restore; the kit's parser refuses abbreviations.
-    with pytest.raises(SystemExit) as caught:
-        kit.flags.parse(["--steps", "1", "--output", "o", "--resume", "c", "--omit-rng"], parts=PARTS)
-    assert caught.value.code == 2
-    assert "unrecognized arguments: --omit-rng" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    ("argv", "problem"),
-    [
-        (["--steps", "1", "--output", "o", "--omit", "model"], "need --resume"),
-        (["--steps", "1", "--output", "o", "--resume", "c", "--omit", "weights"], "unknown part weights"),
-        (["--output", "o"], "--steps is required"),
-    ],
-)
-def test_flags_that_do_not_make_sense_are_refused_with_exit_2(capsys, argv, problem):
-    with pytest.raises(SystemExit) as caught:
-        kit.flags.parse(argv, parts=PARTS)
-    assert caught.value.code == 2 and problem in capsys.readouterr().err
-
-
-def test_the_same_flags_inside_a_users_own_argparse_parser():
-    parser = argparse.ArgumentParser(allow_abbrev=False)
-    parser.add_argument("--config")
-    kit.flags.add_arguments(parser, PARTS, long_runs=True)
-    namespace = parser.parse_args(["--config", "x.toml", "--until-step", "9", "--output", "o", "--resume", "auto"])
-    args = kit.flags.from_namespace(namespace, PARTS)
-    assert (args.until_step, args.resume_auto, args.resume, args.updates_from(4)) == (9, True, None, 5)
-    with pytest.raises(FlagError, match="already at step 12"):
-        args.updates_from(12)
-
-
-def test_click_options_hand_the_command_one_protocol_args():
-    seen = []
-
-    @click.command()
-    @kit.flags.click_options(PARTS)
-    @click.option("--seed", type=int, default=0)
-    def command(protocol: kit.ProtocolArgs, seed: int) -> None:
-        seen.append((protocol, seed))
-
-    result = CliRunner().invoke(command, ["--steps", "3", "--output", "o", "--seed", "7"])
-    assert result.exit_code == 0, result.output
-    assert seen == [(kit.ProtocolArgs(steps=3, output=Path("o")), 7)]
-    refused = CliRunner().invoke(command, ["--steps", "3", "--output", "o", "--omit", "model"])
-    assert refused.exit_code == 2 and "need --resume" in refused.output
-
 
 # -- to_json and summary.json ---------------------------------------------------------------------
 

@@ -125,14 +125,20 @@ def test_resume_auto_refuses_a_directory_that_is_not_a_run(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
-def test_a_second_writer_on_the_same_run_directory_fails_at_once(tmp_path):
+@pytest.mark.parametrize(
+    ("entry", "named"),
+    [(TRAIN, "train.py"), ([sys.executable, "-B", "-m", "resumeproof.reference"], "resumeproof.reference")],
+    ids=["script", "module"],
+)
+def test_a_second_writer_on_the_same_run_directory_fails_at_once_naming_the_first(tmp_path, entry, named):
     run = tmp_path / "run"
-    first = start("--steps", "500", "--output", str(run), "--pace", "0.2")  # still running, however slow the start
+    args = ("--steps", "500", "--output", str(run), "--pace", "0.2")  # still running, however slow the start
+    first = subprocess.Popen([*entry, *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_steps(run, 1, first)
         second = run_train("--until-step", "30", "--output", run, "--resume", "auto")
         assert second.returncode == 2
-        assert f"already being written by train.py pid {first.pid}; one writer per run directory" in second.stderr
+        assert f"already being written by {named} pid {first.pid}; one writer per run directory" in second.stderr
     finally:
         first.kill()
         first.wait()

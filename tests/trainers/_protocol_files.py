@@ -25,17 +25,15 @@ TRAIN = REPO / "train.py"
 
 
 def run_train_py(argv: list[str]) -> None:
-    """Run the bundled train.py in this process with the command line `argv`, as `python -B train.py ARGV`."""
-    import runpy
+    """Run the reference trainer in this process with the command line `argv`, as `python -B train.py ARGV`."""
+    from resumeproof.reference.train import main
 
     sys.argv = [str(TRAIN), *argv]
-    sys.path.remove(str(REPO))  # the insertion above, undone
-    sys.path[0] = str(REPO)  # as `python -B train.py` sees it: the script's directory first
-    runpy.run_path(str(TRAIN), run_name="__main__")
+    main()
 
 
 def parser() -> argparse.ArgumentParser:
-    """PROTOCOL.md section 1: --steps N --output DIR [--resume CKPT] [--omit-rng-restore], nothing more."""
+    """docs/protocol.md section 1: --steps N --output DIR [--resume CKPT] [--omit-rng-restore], nothing more."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--output", type=Path, required=True)

@@ -70,7 +70,7 @@ if args.resume:
         order.load_state_dict({**progress["order"], "permutation": torch.tensor(progress["order"]["permutation"])})
     rng = torch.load(folder / "rng.pkl", weights_only=False)  # the framework's own (unsafe) way, allowed by name
     state = {"numpy": rng["numpy"], "torch": torch.from_numpy(rng["torch"])}
-    gens.restore(state, [name for name in gens.names if f"rng-{name}" not in args.omit])
+    gens.restore(state, args.restored_generators(gens.names))
     if namespace.variant == "writes-input":
         (folder / "notes.txt").write_text("touched by the resume\n")
 

@@ -36,7 +36,7 @@ if args.resume:
             cursor = 0  # "the next epoch starts": the bug, it redraws from the saved state below
         gens.restore({"shuffle": epoch_start}, ["shuffle"])
         order = gens["shuffle"].permutation(24).tolist()
-    gens.restore(state["rng"], [name for name in gens.names if f"rng-{name}" not in args.omit])
+    gens.restore(state["rng"], args.restored_generators(gens.names))
 
 for _ in range(args.steps):
     if cursor == 24:

@@ -1,13 +1,10 @@
-"""train.py, except that one rank (RESUMEPROOF_TEST_RANK, default 1) is SIGKILLed after its third update
+"""The reference trainer, except that one rank (RESUMEPROOF_TEST_RANK, default 1) is SIGKILLed after its third update
 (or stopped, hung rather than dead, with RESUMEPROOF_TEST_SIGNAL=SIGSTOP)."""
 
 import os
 import signal
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-import train  # after the repository is on the path
+from resumeproof.reference import train
 
 STEP, RANK = train.train_step, os.environ.get("RESUMEPROOF_TEST_RANK", "1")
 SIGNAL = signal.Signals[os.environ.get("RESUMEPROOF_TEST_SIGNAL", "SIGKILL")]

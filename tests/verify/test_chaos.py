@@ -2,7 +2,11 @@
 
 import json
 
+import jsonschema
+
 from tests.helpers import REPO, run_script
+
+SCHEMA = json.loads((REPO / "docs" / "verification.schema.json").read_text())
 
 
 def test_a_short_chaos_run_loses_nothing(tmp_path):
@@ -13,7 +17,10 @@ def test_a_short_chaos_run_loses_nothing(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((out / "verification.json").read_text())
     assert doc["all_checks_passed"] is True
-    assert all(doc["checks"].values())
+    assert len(doc["checks"]) == 4 and all(c["passed"] and c["kind"] == "chaos" for c in doc["checks"])
+    check = {"$defs": SCHEMA["$defs"], "$ref": "#/$defs/check"}  # the same shape as a verification's checks
+    for entry in doc["checks"]:
+        jsonschema.validate(entry, check)
     assert len(doc["kills"]) == 6
     assert all(
         k["signal"] in ("SIGKILL", "SIGTERM", "SIGUSR1") and k["phase"] in ("training", "writing") for k in doc["kills"]

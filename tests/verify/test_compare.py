@@ -1,9 +1,10 @@
-"""Tree comparison as PROTOCOL.md section 4 defines it."""
+"""Tree comparison as docs/protocol.md section 4 defines it."""
 
 import math
 
 import pytest
 
+from resumeproof.common.protocol import COMPARED_KEYS
 from resumeproof.verify.compare import MAX_REPORTED, compare, compare_keys, merge
 
 ATOL = 1e-12
@@ -113,3 +114,27 @@ def test_an_integer_mismatch_is_worded_as_integers_not_as_a_tolerance():
     result = compare({"cursor": 27}, {"cursor": 26}, 1e-12)
     assert [m.reason for m in result.mismatches] == ["27 vs 26: integers differ (by -1)"]
     assert compare({"cursor": 27}, {"cursor": 27}, 1e-12).concordant
+
+
+def summary_with(state: dict, loss: float = 0.5) -> dict:
+    record = {"step": 1, "rows": [0], "lr": 0.1, "loss": loss}
+    return {"step": 1, "history": [record], "state": state, "next": {"lr": 0.1}, "eval": {}}
+
+
+def test_the_same_infinity_inside_state_matches_and_is_flagged_with_its_path():
+    plateau = {"scheduler": {"mode_worse": math.inf, "best": 0.25}}  # a stock ReduceLROnPlateau
+    result = merge(compare_keys(summary_with(plateau), summary_with(plateau), COMPARED_KEYS, ATOL).values())
+    assert result.concordant and result.nonfinite == ["state.scheduler.mode_worse"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b"), [(math.nan, math.nan), (math.inf, -math.inf), (math.inf, 1.0)], ids=["nan", "opposite", "finite"]
+)
+def test_nan_never_matches_and_different_infinities_do_not_match_even_inside_state(a, b):
+    result = compare_keys(summary_with({"x": a}), summary_with({"x": b}), COMPARED_KEYS, ATOL)["state"]
+    assert not result.concordant and result.nonfinite == []
+
+
+def test_a_non_finite_loss_still_fails_even_when_both_runs_have_it():
+    result = merge(compare_keys(summary_with({}, math.inf), summary_with({}, math.inf), COMPARED_KEYS, ATOL).values())
+    assert not result.concordant and result.first_path == "history[0].loss"

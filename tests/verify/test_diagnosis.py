@@ -4,8 +4,9 @@ import copy
 
 import pytest
 
+from resumeproof.common.protocol import STANDARD_PARTS
 from resumeproof.verify import points
-from resumeproof.verify.diagnosis import RULES, diagnose, identical
+from resumeproof.verify.diagnosis import RULES, Context, diagnose, identical, part_for
 from tests.helpers import TRAINERS, read_verification, run_verify
 
 # -- the rules, on summaries built by hand --------------------------------------------------------
@@ -20,78 +21,147 @@ def summary() -> dict:
             "eval": {"mse": 0.1}}  # fmt: skip
 
 
-def changed(edit) -> dict:
-    other = copy.deepcopy(summary())
+def changed(edit, base=None) -> dict:
+    other = copy.deepcopy(base or summary())
     edit(other)
     return other
 
 
-def lost(other: dict, resumed_at: int = 3, boundaries: tuple[int, ...] = ()) -> tuple[str, str]:
-    found = diagnose(summary(), other, 1e-12, resumed_at, boundaries)
+def lost(other: dict, resumed_at: int = 3, starts: tuple[int, ...] = (), parts=STANDARD_PARTS, base=None):
+    c = Context(resumed_at=resumed_at, parts=tuple(parts), epoch_starts=frozenset(starts))
+    found = diagnose(base or summary(), other, c)
     assert found is not None
     return found.lost, found.rule
 
 
 def test_identical_runs_have_no_diagnosis():
-    assert diagnose(summary(), summary(), 1e-12, 3) is None
+    assert diagnose(summary(), summary(), Context(resumed_at=3, parts=STANDARD_PARTS)) is None
 
 
 def test_a_shorter_history_is_lost_progress():
-    assert lost(changed(lambda s: (s.update(step=3), s.__setitem__("history", s["history"][:3])))) == (
-        "progress",
-        "progress",
-    )
+    shorter = changed(lambda s: (s.update(step=3), s.__setitem__("history", s["history"][:3])))
+    assert lost(shorter) == (("progress",), "progress")
+
+
+def other_rows(s):
+    s["history"][3]["rows"] = [0, 1]
+    s["history"][3]["loss"] = 9.0
 
 
 def test_other_rows_are_a_lost_data_position_and_at_an_epoch_start_a_sampler_off_by_one_draw():
-    def other_rows(s):
-        s["history"][3]["rows"] = [0, 1]
-        s["history"][3]["loss"] = 9.0
-
-    assert lost(changed(other_rows)) == ("data", "rows")
-    assert lost(changed(other_rows), boundaries=(3,)) == ("data", "rows-at-epoch-start")
+    assert lost(changed(other_rows)) == (("data",), "rows")
+    assert lost(changed(other_rows), starts=(4,)) == (("data",), "rows-at-epoch-start")
 
 
-def test_another_lr_is_the_scheduler_and_a_reset_step_counter_the_optimizer():
-    def other_lr(s):
-        s["history"][4]["lr"], s["history"][4]["loss"], s["state"]["scheduler"]["last_epoch"] = 0.1, 2.0, 3
+def test_at_an_epoch_start_rows_and_a_generator_that_draws_otherwise_are_not_told_apart():
+    def both(s):
+        other_rows(s)
+        s["next"]["rng"]["numpy"] = 0.9
 
-    assert lost(changed(other_lr)) == ("scheduler", "counters")
+    assert lost(changed(both), starts=(4,)) == ((), "rows-at-epoch-start")
 
-    def reset_optimizer(s):
+
+def test_a_restarted_scheduler_counter_names_the_scheduler_and_a_restarted_step_counter_the_optimizer():
+    def scheduler_restarted(s):
+        s["history"][3]["lr"], s["history"][3]["loss"], s["state"]["scheduler"]["last_epoch"] = 0.1, 2.0, 3
+
+    assert lost(changed(scheduler_restarted)) == (("scheduler",), "restarted-counter")
+
+    def optimizer_recreated(s):  # its lr back to the initial value: the lr differs too, the scheduler did not restart
         s["history"][3]["lr"], s["history"][3]["loss"], s["state"]["optimizer"]["state"]["0"]["step"] = 0.1, 2.0, 3.0
 
-    assert lost(changed(reset_optimizer)) == ("optimizer", "counters")
+    assert lost(changed(optimizer_recreated)) == (("optimizer",), "restarted-counter")
 
 
-def test_a_generator_whose_next_draw_differs_is_named():
+def test_an_lr_that_differs_with_no_counter_to_tell_the_scheduler_from_the_optimizer_is_unknown():
+    assert lost(changed(lambda s: s["history"][3].update(lr=0.2, loss=3.0))) == ((), "none")
+
+
+@pytest.mark.parametrize("where", [("rng",), ("draws",), ()], ids=["next.rng", "next.draws", "next"])
+def test_a_generator_whose_next_draw_differs_is_named_under_any_key_of_next(where):
     def numpy_moved(s):
-        s["history"][3]["loss"], s["next"]["rng"]["numpy"] = 2.0, 0.9
+        s["history"][3]["loss"] = 2.0
+        s["next"] = {"lr": 0.05, **({where[0]: {"numpy": 0.9, "torch": 0.7}} if where else {"numpy": 0.9})}
 
-    assert lost(changed(numpy_moved)) == ("rng-numpy", "next-draws")
+    base = changed(
+        lambda s: s.update(next={"lr": 0.05, **({where[0]: {"numpy": 0.3, "torch": 0.7}} if where else {"numpy": 0.3})})
+    )
+    assert lost(changed(numpy_moved, base), base=base) == (("rng-numpy",), "next-draws")
 
 
-def test_another_loss_on_the_same_batch_is_the_model_at_the_first_update_and_the_moments_later():
+def test_a_history_field_beyond_rows_lr_and_loss_names_its_part():
+    parts = (*STANDARD_PARTS, "scaler")
+    base = changed(lambda s: [r.update(scale=65536.0) for r in s["history"]])
+    scaler_lost = changed(lambda s: s["history"][4].update(scale=32768.0), base)
+    assert lost(scaler_lost, parts=parts, base=base) == (("scaler",), "history-field")
+
+
+def test_a_part_whose_reported_state_equals_the_continuous_runs_is_never_named():
+    parts = (*STANDARD_PARTS, "scaler")
+    base = changed(
+        lambda s: ([r.update(scale=65536.0) for r in s["history"]], s["state"].update(scaler={"scale": 1.0}))
+    )
+    other = changed(lambda s: s["history"][4].update(scale=32768.0), base)  # its state.scaler is the same
+    assert lost(other, parts=parts, base=base) == ((), "none")
+
+
+def test_state_alone_that_differs_names_its_part_when_the_history_is_the_same():
+    parts = (*STANDARD_PARTS, "ema")
+    base = changed(lambda s: s["state"].update(ema=[0.4, -0.2]))
+    assert lost(changed(lambda s: s["state"].update(ema=[0.0, 0.0]), base), parts=parts, base=base) == (
+        ("ema",),
+        "state-only",
+    )
+
+
+def test_an_ema_teacher_whose_counter_restarted_is_named_although_the_loss_differs_too():
+    parts = (*STANDARD_PARTS, "ema")
+    base = changed(lambda s: s["state"].update(teacher={"n_averaged": 6, "w": [0.1]}))
+
+    def teacher_lost(s):
+        s["history"][3]["loss"], s["state"]["model"][0] = 2.0, 0.4
+        s["state"]["teacher"] = {"n_averaged": 3, "w": [0.0]}
+
+    assert lost(changed(teacher_lost, base), parts=parts, base=base) == (("ema",), "restarted-counter")
+
+
+def test_another_loss_on_the_same_batch_names_no_part_it_could_be_the_model_or_an_unreported_generator():
     def first(s):
         s["history"][3]["loss"], s["state"]["model"][0] = 2.0, 0.4
 
-    def later(s):
-        s["history"][4]["loss"], s["state"]["model"][0] = 2.0, 0.4
+    found = diagnose(summary(), changed(first), Context(resumed_at=3, parts=STANDARD_PARTS))
+    assert found is not None and found.lost == () and "a generator the summary does not report" in found.explanation
 
-    assert lost(changed(first)) == ("model", "weights")
-    assert lost(changed(later)) == ("optimizer", "weights")
+
+def test_a_name_of_the_same_kind_as_a_part_of_its_own_points_to_it():
+    own = ("net", "opt", "ema", "scaler", "order", "rng-shuffle")
+    assert [part_for(n, own) for n in ("params", "model", "optimizer", "data", "scale")] == [
+        "net", "net", "opt", "order", "scaler"]  # fmt: skip
+    assert part_for("params", ("net", "weights")) is None  # two parts of the kind: no one of them is named
+
+
+@pytest.mark.parametrize(
+    ("name", "part"),
+    [("params", "model"), ("scale", "scaler"), ("teacher", "ema"), ("optim", "optimizer"), ("sampler", "data"),
+     ("loss_scale", "scaler"), ("rng-numpy", "rng-numpy"), ("lr_sched", "scheduler"), ("n_averaged", "ema"),
+     ("weights_ema", None), ("foo", None)],
+)  # fmt: skip
+def test_names_map_to_declared_parts_only(name, part):
+    assert part_for(name, (*STANDARD_PARTS, "scaler", "ema")) == part
+    assert part_for("teacher", STANDARD_PARTS) is None  # ema not declared: no part to name
 
 
 def test_every_rule_is_in_the_documented_table():
     table = (TRAINERS.parent.parent / "docs" / "checks.md").read_text()
-    for name, _, _ in RULES:
+    for name, _ in RULES:
         assert f"`{name}`" in table, name
-    assert "`rows-at-epoch-start`" in table and "`identical-to-full-resume`" in table
+    for rule in ("rows-at-epoch-start", "identical-to-full-resume", "reproduced", "not-deterministic", "no-power"):
+        assert f"`{rule}`" in table, rule
 
 
 def test_identical_means_bit_identical():
-    assert identical(summary(), summary(), ("history", "state"))
-    assert not identical(summary(), changed(lambda s: s["state"]["model"].__setitem__(0, 0.5 + 1e-16)), ("state",))
+    assert identical(summary(), summary())
+    assert not identical(summary(), changed(lambda s: s["state"]["model"].__setitem__(0, 0.5 + 1e-16)))
 
 
 # -- epochs read off a history ---------------------------------------------------------------------
@@ -140,8 +210,10 @@ def test_a_sampler_one_draw_behind_at_the_epoch_boundary_fails_under_epochs_and_
     assert doc["interrupt_at"] == [3, 6, 8] and doc["coverage"]["untried_boundaries"] == []
     failed = {name: entry for name, entry in doc["comparison"]["resumes"].items() if entry["verdict"] != "concordant"}
     assert list(failed) == ["resumed-6"]
-    assert failed["resumed-6"]["diagnosis"]["rule"] == "rows-at-epoch-start"
-    assert failed["resumed-6"]["diagnosis"]["lost"] == "data" and failed["resumed-6"]["diagnosis"]["step"] == 7
+    found = failed["resumed-6"]["diagnosis"]
+    assert found["rule"] == "rows-at-epoch-start" and found["step"] == 7
+    # the shuffling generator draws otherwise too: a data position and a generator one draw off look alike
+    assert found["parts"] == [] and "the data position or the shuffler" in found["explanation"]
 
 
 def test_a_resume_that_restores_no_random_state_is_diagnosed_as_such(tmp_path):
@@ -149,4 +221,6 @@ def test_a_resume_that_restores_no_random_state_is_diagnosed_as_such(tmp_path):
     assert proc.returncode == 1, proc.stderr
     negative = doc["comparison"]["no_rng_resume"]
     assert negative["identical_to_full_resume"] is True and negative["diagnosis"]["rule"] == "identical-to-full-resume"
-    assert doc["comparison"]["full_resume"]["diagnosis"]["lost"].startswith("rng-")
+    assert negative["diagnosis"]["parts"] == []  # which of the two it is, the summaries cannot tell
+    parts = doc["comparison"]["full_resume"]["diagnosis"]["parts"]
+    assert parts and all(part.startswith("rng-") for part in parts)

@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from resumeproof.common.protocol import CheckKind
 from resumeproof.verify import plan
 from resumeproof.verify.compare import check_of
 from resumeproof.verify.expectation import Expect
 from resumeproof.verify.plot import deviations
-from resumeproof.verify.settings import FAULT_PARTS, Settings, SettingsError, parse_faults, parse_points, parse_segments
+from resumeproof.verify.settings import Settings, SettingsError, parse_faults, parse_points, parse_segments
 
 
 def settings(**overrides) -> Settings:
@@ -75,6 +76,31 @@ def test_a_chain_resumes_each_segment_from_the_one_before():
     assert [t.expectation.kind for t in chain] == [Expect.PREFIX, Expect.PREFIX, Expect.CONCORDANT]
 
 
+def test_every_check_carries_its_identity_kind_trajectory_and_part():
+    p = plan.build(settings(points=(5, 2), faults=("model",), segments=((3, 7),), cadence=1))
+    ids = {t.name: t.expectation.id for t in p if t.expectation is not None}
+    assert (ids["interrupted"].kind, ids["interrupted-2"].kind) == (CheckKind.PREFIX, CheckKind.PREFIX)
+    assert (ids["resumed"].kind, ids["resumed-2"].kind, ids["chain1-seg2"].kind) == (CheckKind.RESUME,) * 3
+    assert ids["resumed-no-rng"].kind is CheckKind.NEGATIVE_CONTROL
+    assert (ids["fault-model"].kind, ids["fault-model"].part) == (CheckKind.FAULT, "model")
+    assert ids["continuous-every-1"].kind is CheckKind.CADENCE
+    assert all(i.trajectory == name for name, i in ids.items())
+
+
+def test_the_repeat_runs_the_continuous_command_again_into_its_own_directory():
+    p = plan.build(settings(repeat=True))
+    repeat = by_name(p)["continuous-repeat"]
+    assert repeat.argv == ["t", "--steps", "10", "--output", "/r/continuous-repeat"] and not repeat.after
+    assert repeat.expectation.kind is Expect.REPEAT and not repeat.expectation.makes_check
+
+
+def test_probes_resume_the_primary_point_without_one_part_each_and_make_no_check():
+    probes = plan.probes(settings(points=(5, 2)), ["model", "rng-numpy"])
+    assert [t.argv[-1] for t in probes] == ["--omit=model", "--omit=rng-numpy"]
+    assert all(t.after == ("interrupted",) and not t.expectation.makes_check for t in probes)
+    assert plan.seeded(settings()).argv[1:3] == ["--steps", "0"]
+
+
 def test_the_cadence_run_writes_a_checkpoint_every_step():
     p = plan.build(settings(cadence=1))
     assert p[-1].argv[-2:] == ["--checkpoint-every", "1"]
@@ -95,8 +121,8 @@ def test_bad_interruption_points_are_refused(spec):
         parse_points(spec, 10)
 
 
-def test_faults_all_is_every_part_and_duplicates_collapse():
-    assert parse_faults("all") == FAULT_PARTS
+def test_faults_all_waits_for_the_parts_the_trainer_declares_and_duplicates_collapse():
+    assert parse_faults("all") == ("all",)  # resolved from meta.parts once the primary point ran
     assert parse_faults("data,model,data") == ("data", "model")
     assert parse_faults("weights,rng") == ("weights", "rng")  # a trainer's own part names
     with pytest.raises(SettingsError, match="a part is a lower-case name"):

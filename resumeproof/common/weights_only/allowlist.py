@@ -39,6 +39,15 @@ TENSOR_CLASSES = ("BFloat16", "Bool", "Byte", "Char", "Double", "Float", "Half",
 QSCHEMES = ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric",
             "per_channel_affine_float_qparams")  # fmt: skip
 
+# Why a storage class torch's loader knows is refused here: two that torch.save never writes, and one
+# it writes that this check refuses on purpose.
+_CUDA_STORAGE = (
+    "a torch.cuda.*Storage class, which torch.save does not write (it names every device's storage torch.*Storage)"
+)
+_TYPED_STORAGE = "a torch.storage.TypedStorage, which torch.save does not write"
+_QUANTIZED = (
+    "a quantized tensor, refused deliberately: torch checks its quantizer arguments in C++, which is not modelled here"
+)
 _ATTRIBUTES = "loading sets Python attributes with setattr under names the file chooses, not modelled here"
 _REFUSED_REBUILDS = {
     "torch._utils._rebuild_tensor": "the pre-v2 tensor rebuild, which torch.save no longer writes",
@@ -73,11 +82,11 @@ def _build() -> dict[str, object]:
     for module in ("torch", "torch.cuda"):  # only torch.<Legacy>Storage appears in what torch.save writes
         for prefix, dtype in LEGACY_STORAGES.items():
             name = f"{module}.{prefix}Storage"
-            table[name] = StorageClass(name, DTYPES[dtype], usable=module == "torch")
+            table[name] = StorageClass(name, DTYPES[dtype], None if module == "torch" else _CUDA_STORAGE)
     for prefix, dtype in QUANTIZED_STORAGES.items():
-        table[f"torch.{prefix}Storage"] = StorageClass(f"torch.{prefix}Storage", DTYPES[dtype], usable=False)
-    table["torch.storage.UntypedStorage"] = StorageClass("torch.storage.UntypedStorage", None, usable=True)
-    table["torch.storage.TypedStorage"] = StorageClass("torch.storage.TypedStorage", None, usable=False)
+        table[f"torch.{prefix}Storage"] = StorageClass(f"torch.{prefix}Storage", DTYPES[dtype], _QUANTIZED)
+    table["torch.storage.UntypedStorage"] = StorageClass("torch.storage.UntypedStorage", None)
+    table["torch.storage.TypedStorage"] = StorageClass("torch.storage.TypedStorage", None, _TYPED_STORAGE)
     for module in ("torch", "torch.cuda", "torch.sparse", "torch.cuda.sparse"):
         for prefix in TENSOR_CLASSES:
             if not (prefix == "Bool" and module.endswith("sparse")):

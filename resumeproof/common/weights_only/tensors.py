@@ -33,8 +33,10 @@ class Storages:
         if type(pid) is not tuple or len(pid) != 5 or type(pid[0]) is not str or pid[0] != "storage":
             raise Refusal("a persistent id that is not the ('storage', class, key, location, numel) torch.save writes")
         _, cls, key, location, numel = pid
-        if type(cls) is not StorageClass or not cls.usable:
+        if type(cls) is not StorageClass:
             raise Refusal("a persistent id whose storage class torch.save does not write")
+        if cls.refused:
+            raise Refusal(f"a persistent id naming {cls.name}: {cls.refused}")
         if type(key) is not str or not KEY.fullmatch(key):
             raise Refusal("a persistent id whose key is not a decimal number, as torch.save writes it")
         if type(location) is not str or not LOCATION.fullmatch(location):

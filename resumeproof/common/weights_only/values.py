@@ -25,7 +25,7 @@ class DType:
 class StorageClass:
     name: str  # full name, e.g. "torch.FloatStorage"
     dtype: DType | None  # None: torch.storage.UntypedStorage, whose elements are bytes
-    usable: bool  # torch.save names storages only by torch.<Legacy>Storage and UntypedStorage
+    refused: str | None = None  # why a storage of this class is refused; None: torch.save names storages so
 
 
 @dataclass(frozen=True, eq=False)

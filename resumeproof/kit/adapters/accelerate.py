@@ -8,11 +8,13 @@
         ...; run.record(rows=..., lr=..., loss=...)
     resumable.finish(eval=...)                             # save_state, then OUTPUT/checkpoint.pt/
 
-Accelerate saves the global generators but no data position: the position is derived from the
-step, as its checkpointing example does. Its `load_state` restores the generators inside
-`except Exception: logger.info(...)`, so a missing or unreadable `random_states_0.pkl` resumes
-silently without them; `load` compares the generators with the file and refuses the resume when
-they were not restored.
+Accelerate saves the global generators (every CUDA device's too, where CUDA is available) and,
+when the Accelerator made one (fp16 mixed precision on a GPU), the GradScaler (`scaler.pt`), but
+no data position: the position is derived from the step, as its checkpointing example does. Its
+`load_state` restores the generators inside `except Exception: logger.info(...)`, so a missing
+or unreadable `random_states_0.pkl` resumes silently without them; `load` compares the generators
+with the file and refuses the resume when they were not restored. The `scaler` part exists only
+where the Accelerator has a GradScaler.
 """
 
 import random
@@ -25,18 +27,22 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import other
 
+from resumeproof.common import protocol
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.kit.adapters.common import (
-    STANDARD_PARTS,
-    draws_from_globals,
-    omissions_kept,
-    restored_generators,
-    warn,
-)
+from resumeproof.kit.adapters import common
+from resumeproof.kit.adapters.common import draws_from_globals, omissions_kept, restored_generators, warn
 from resumeproof.kit.run import ProtocolRun
 
-PARTS = STANDARD_PARTS
+PARTS = common.PARTS
 RNG_FILE = "random_states_0.pkl"  # save_accelerator_state: one per process; this adapter runs one process
+SCALER_FILE = "scaler.pt"  # save_accelerator_state, when the Accelerator has a GradScaler
+# Each global generator: its key in RNG_FILE and how to read its current state the way save_state does.
+SAVED_AS = {
+    "python": ("random_state", lambda: random.getstate()),
+    "numpy": ("numpy_random_seed", lambda: np.random.get_state()),
+    "torch": ("torch_manual_seed", lambda: torch.get_rng_state()),
+    "cuda": ("torch_cuda_manual_seed", lambda: torch.cuda.get_rng_state_all()),
+}
 
 
 class GeneratorsNotRestored(ResumeproofError):
@@ -58,6 +64,13 @@ class Resumable:
     accelerator: Accelerator
     loader: Any  # the prepared training DataLoader
 
+    def __post_init__(self) -> None:
+        common.offer_scaler(self.run, self.scaler)
+
+    @property
+    def scaler(self) -> Any:  # torch.amp.GradScaler, or None
+        return self.accelerator.scaler
+
     @property
     def model(self) -> torch.nn.Module:
         return _one(self.accelerator._models, "model")
@@ -77,6 +90,14 @@ class Resumable:
             return Position(epoch=0, batch=0)
         self._warn_inexact()
         parts = {"model": self.model, "optimizer": self.optimizer, "scheduler": self.scheduler}
+        if self.scaler is not None:
+            parts[protocol.SCALER] = self.scaler
+            if not (self.run.resume / SCALER_FILE).is_file():  # load_state would fail with a traceback
+                raise ResumeproofError(f"{self.run.resume}: {SCALER_FILE} is missing and this Accelerator has a "
+                                       "GradScaler: it was written without fp16 mixed precision")  # fmt: skip
+        elif (self.run.resume / SCALER_FILE).is_file():
+            warn(f"{SCALER_FILE}: the checkpoint holds a GradScaler's state and this Accelerator has none; "
+                 "load_state ignores it")  # fmt: skip
         with omissions_kept(self.run, **parts):
             self.accelerator.load_state(str(self.run.resume))
         self._check_generators(self.run.resume / RNG_FILE)
@@ -93,6 +114,7 @@ class Resumable:
             "model": self.accelerator.unwrap_model(self.model).state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
+            **({protocol.SCALER: self.scaler.state_dict()} if self.scaler is not None else {}),
         }
         self.run.finish(folder, state=state, eval=eval, lr=self.optimizer.param_groups[0]["lr"], meta=meta)
 
@@ -110,9 +132,13 @@ class Resumable:
                 f"{path}: unreadable ({type(err).__name__}), so load_state did not restore the generators"
                 " (Accelerate only logs 'Could not load random states'); refusing to continue"
             ) from None
-        current = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-        keys = {"python": "random_state", "numpy": "numpy_random_seed", "torch": "torch_manual_seed"}
-        stale = [name for name in expected if not _same(current[name], saved.get(keys[name]))]
+        devices = saved.get(SAVED_AS["cuda"][0])
+        if "cuda" in expected and isinstance(devices, list | tuple) and len(devices) > torch.cuda.device_count():
+            raise GeneratorsNotRestored(
+                f"{path}: {len(devices)} CUDA devices saved, {torch.cuda.device_count()} visible: load_state could not"
+                " restore their generators (Accelerate only logs 'Could not load random states'); refusing to continue"
+            )
+        stale = [name for name in expected if not _same(SAVED_AS[name][1](), saved.get(SAVED_AS[name][0]))]
         if stale:
             raise GeneratorsNotRestored(
                 f"{path}: load_state did not restore the {', '.join(stale)} generator(s) (Accelerate only logs"

@@ -1,4 +1,5 @@
-"""What every adapter does the same way: keep the omitted parts as a careless resume leaves them, and warn."""
+"""What every adapter does the same way: the parts it offers, the omitted ones kept as a careless resume leaves
+them, the GradScaler offered only where the framework has one, and warnings."""
 
 import copy
 import sys
@@ -6,20 +7,35 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from resumeproof.common import protocol
 from resumeproof.kit.generators import Generators
 from resumeproof.kit.run import ProtocolRun
 
-STANDARD_PARTS = ("model", "optimizer", "scheduler", "data", "rng-python", "rng-numpy", "rng-torch")
+# The global generators the frameworks save: python, numpy, torch, and cuda where CUDA is available.
+GLOBAL_GENERATORS = Generators.global_().names
+# The kit's standard parts for those generators, without `progress`, which a framework's own loop keeps: on a
+# machine without CUDA exactly protocol.STANDARD_PARTS without it.
+STANDARD_PARTS = tuple(part for part in protocol.standard_parts(GLOBAL_GENERATORS) if part != protocol.PROGRESS)
+# What an adapter's --omit accepts: the standard parts and the GradScaler, which a run without one withdraws.
+PARTS = (*STANDARD_PARTS, protocol.SCALER)
+NO_SCALER = "the run has no GradScaler (fp16 mixed precision on a GPU makes one)"
 
 
 def omitted_generators(run: ProtocolRun) -> list[str]:
-    """The global generators (python, numpy, torch) that `--omit` names."""
-    return [name for name in Generators.global_().names if f"rng-{name}" in run.omit]
+    """The global generators that `--omit` names."""
+    return [name for name in GLOBAL_GENERATORS if protocol.rng_part(name) in run.omit]
 
 
 def restored_generators(run: ProtocolRun) -> list[str]:
-    """The global generators (python, numpy, torch) that a resume restores: those `--omit` does not name."""
-    return [name for name in Generators.global_().names if f"rng-{name}" not in run.omit]
+    """The global generators that a resume restores: those `--omit` does not name."""
+    return [name for name in GLOBAL_GENERATORS if protocol.rng_part(name) not in run.omit]
+
+
+def offer_scaler(run: ProtocolRun, scaler: Any) -> None:
+    """The scaler part exists only where the framework made a GradScaler: without one, `--omit=scaler` is refused
+    and meta.parts leaves it out."""
+    if scaler is None:
+        run.withdraw(protocol.SCALER, NO_SCALER)
 
 
 @contextmanager

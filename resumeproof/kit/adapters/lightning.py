@@ -7,10 +7,13 @@
     trainer.fit(module, ckpt_path=protocol.ckpt_path)   # the single .ckpt of the verified run.resume, or None
     protocol.finish(trainer, eval=...)                  # the ModelCheckpoint folder becomes OUTPUT/checkpoint.pt/
 
-Lightning's checkpoint holds the model, optimizers, schedulers, loop progress and stateful
-callbacks, and no random generator; a DataLoader without `state_dict` restarts its epoch on
-resume. `GlobalRngState` and `ResumableLoader` are the two additions docs/audit.md recommends;
-the callback says on resume when either is missing, and runs the documented path as it is.
+Lightning's checkpoint holds the model, optimizers, schedulers, loop progress, stateful
+callbacks and the precision plugin's GradScaler (under the plugin's class name, `MixedPrecision`,
+when `precision="16-mixed"` made one), and no random generator; a DataLoader without
+`state_dict` restarts its epoch on resume. `GlobalRngState` and `ResumableLoader` are the two
+additions docs/audit.md recommends; the callback says on resume when either is missing, and runs
+the documented path as it is. The `scaler` part exists only where the precision plugin has a
+GradScaler; a checkpoint without its state, which Lightning skips without a word, is refused.
 """
 
 import copy
@@ -22,12 +25,15 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler
 
+from resumeproof.common import protocol
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.kit.adapters.common import STANDARD_PARTS, restored_generators, warn
+from resumeproof.kit.adapters import common
+from resumeproof.kit.adapters.common import restored_generators, warn
 from resumeproof.kit.generators import Generators
 from resumeproof.kit.run import ProtocolRun
 
-PARTS = STANDARD_PARTS
+PARTS = common.PARTS
+LEGACY_SCALER_KEY = "native_amp_scaling_state"  # where checkpoints of old Lightning releases keep the scaler
 
 
 class GlobalRngState(pl.Callback):
@@ -126,6 +132,7 @@ class ProtocolCallback(pl.Callback):
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if trainer.accumulate_grad_batches != 1:
             raise ResumeproofError("accumulate_grad_batches must be 1: the protocol records one update per batch")
+        common.offer_scaler(self.run, _scaler(trainer))
         if "model" in self.run.omit:  # as built, before Lightning restores the checkpoint into it
             self._fresh_model = copy.deepcopy(pl_module.state_dict())
 
@@ -140,7 +147,26 @@ class ProtocolCallback(pl.Callback):
                 raise ResumeproofError("--omit=data: the train DataLoader saves no position (Lightning restarts its "
                                        "epoch, L2); there is nothing to omit")  # fmt: skip
             loops["combined_loader"] = []
+        self._keep_scaler(trainer, checkpoint)
         self._loaded = checkpoint  # optimizers and schedulers are restored from it after on_fit_start
+
+    def _keep_scaler(self, trainer: pl.Trainer, checkpoint: dict) -> None:
+        """The GradScaler's state, which Lightning restores after on_fit_start from the plugin's key and skips
+        without a word when the key is missing: refused when missing, removed when --omit names the scaler."""
+        plugin = trainer.precision_plugin
+        key = type(plugin).__qualname__
+        if _scaler(trainer) is None:
+            if key in checkpoint or LEGACY_SCALER_KEY in checkpoint:
+                warn(f"the checkpoint holds {key} state and this Trainer's precision plugin has no GradScaler")
+            return
+        if protocol.SCALER in self.run.omit:  # the plugin's scaler stays as built
+            checkpoint.pop(key, None)
+            checkpoint.pop(LEGACY_SCALER_KEY, None)
+        elif key not in checkpoint and LEGACY_SCALER_KEY not in checkpoint:
+            raise ResumeproofError(
+                f"the checkpoint holds no GradScaler state ({key}): written without mixed precision, it would resume "
+                "with a fresh scaler, and Lightning says nothing"
+            )
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._loaded is None:
@@ -186,4 +212,12 @@ class ProtocolCallback(pl.Callback):
             "scheduler": [config.scheduler.state_dict() for config in trainer.lr_scheduler_configs],
             "progress": {"epochs": trainer.fit_loop.epoch_progress.state_dict(), "epoch_starts": self.epoch_starts},
         }
+        scaler = _scaler(trainer)
+        if scaler is not None:
+            state[protocol.SCALER] = scaler.state_dict()
         self.run.finish(Path(saver.dirpath), state=state, eval=eval, lr=optimizer.param_groups[0]["lr"], meta=meta)
+
+
+def _scaler(trainer: pl.Trainer) -> Any:
+    """The precision plugin's GradScaler (MixedPrecision with 16-mixed, FSDPPrecision), or None."""
+    return getattr(trainer.precision_plugin, "scaler", None)

@@ -9,7 +9,9 @@
 `ProtocolTrainer` is the Trainer with a `training_step` that records each update (the batch's
 row ids, which it takes out of the batch, the lr and the loss), a save at the last step by the
 Trainer's own `_save_checkpoint`, and `--omit` applied around the Trainer's own loaders. The
-Trainer skips a missing `rng_state.pth` with an INFO log line; this one refuses to resume.
+Trainer skips a missing `rng_state.pth` with an INFO log line, and a missing `scaler.pt` (the
+GradScaler its Accelerator makes for fp16 on a GPU) without one; this one refuses to resume. The
+`scaler` part exists only where the Trainer has a GradScaler.
 """
 
 from pathlib import Path
@@ -18,18 +20,15 @@ from typing import Any
 import torch
 from transformers import Trainer, TrainerCallback
 
+from resumeproof.common import protocol
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.kit.adapters.common import (
-    STANDARD_PARTS,
-    draws_from_globals,
-    omissions_kept,
-    restored_generators,
-    warn,
-)
+from resumeproof.kit.adapters import common
+from resumeproof.kit.adapters.common import draws_from_globals, omissions_kept, restored_generators, warn
 from resumeproof.kit.run import ProtocolRun
 
-PARTS = STANDARD_PARTS
+PARTS = common.PARTS
 RNG_FILE = "rng_state.pth"  # Trainer._save_rng_state, one process
+SCALER_FILE = "scaler.pt"  # Trainer._save_scaler, when its Accelerator has a GradScaler
 
 
 class _SaveAtLastStep(TrainerCallback):
@@ -49,6 +48,7 @@ class ProtocolTrainer(Trainer):
         super().__init__(*args, **kwargs)
         self.run, self.rows_key = run, rows_key
         self._check_arguments()
+        common.offer_scaler(run, self._scaler())
         if "data" in run.omit:  # the Trainer's own switch for not fast-forwarding to the saved position
             self.args.ignore_data_skip = True
 
@@ -70,6 +70,9 @@ class ProtocolTrainer(Trainer):
             "scheduler": self._built(self.lr_scheduler).state_dict(),
             "progress": {"global_step": self.state.global_step, "epoch": self.state.epoch},
         }
+        scaler = self._scaler()
+        if scaler is not None:
+            state[protocol.SCALER] = scaler.state_dict()
         self.run.finish(folder, state=state, eval=eval, lr=optimizer.param_groups[0]["lr"], meta=meta)
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
@@ -88,6 +91,28 @@ class ProtocolTrainer(Trainer):
                                    "generators and say so only at INFO level")  # fmt: skip
         with omissions_kept(self.run):
             super()._load_rng_state(checkpoint)
+
+    def _load_scaler(self, checkpoint: str | None) -> None:
+        """The Trainer's restore, refusing the missing file it would skip without a word, and the file it would
+        load into a GradScaler it does not have; an omitted scaler stays as built."""
+        if checkpoint is None:
+            return
+        saved = (Path(checkpoint) / SCALER_FILE).is_file()
+        if self._scaler() is None:
+            if saved:
+                raise ResumeproofError(f"{checkpoint}: {SCALER_FILE} holds a GradScaler's state and this Trainer has "
+                                       "none (fp16 mixed precision on a GPU makes one)")  # fmt: skip
+            return
+        if protocol.SCALER in self.run.omit:
+            return
+        if not saved:
+            raise ResumeproofError(f"{checkpoint}: {SCALER_FILE} is missing; the Trainer would resume with a fresh "
+                                   "GradScaler without a word")  # fmt: skip
+        super()._load_scaler(checkpoint)
+
+    def _scaler(self) -> Any:
+        """The GradScaler the Trainer's Accelerator made (fp16 on a GPU), or None."""
+        return getattr(self.accelerator, "scaler", None)
 
     @staticmethod
     def _built(thing: Any) -> Any:

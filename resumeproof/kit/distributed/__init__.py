@@ -4,14 +4,17 @@
         par = kit.distributed.parallel(world, options, batch)            # Single, or a Group of ranks
         par.prepare(model)                                                # before the optimizer
         ...
-        loss = par.backward(lambda module, rows: loss_fn(module(x[rows]), y[rows]))
+        for rows in par.shards():                                         # this process's rows of the batch
+            par.backward(loss_fn(par.module(x[rows]), y[rows]))
+        loss = par.reduce()                                               # the global batch's gradients and loss
 
 Under torchrun every rank draws the whole global batch from the same global generators and computes
 its rows of it; `options.reduction` says how the gradients are combined (reduce.py). Checkpoints are
 DCP directories loaded through a reader that never unpickles arbitrary code (dcp_io.py). Without a
 launcher, `parallel` returns the kit's single-process calls unchanged. docs/distributed.md.
 
-Importing this package is cheap; torch.distributed.checkpoint and FSDP load only under a launcher.
+Importing this package is cheap; torch.distributed.checkpoint and FSDP load only under a launcher (and DCP
+when one process resumes a DCP directory: `Single.open_run`).
 """
 
 from resumeproof.kit.distributed.options import (

@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.protocol import rng_part
 from resumeproof.kit.distributed.world import World
 from resumeproof.kit.layout import RNG
 
@@ -27,9 +28,9 @@ class ReplicaError(ResumeproofError):
 
 def sections(extra: dict[str, Any], tensors: dict[str, torch.Tensor]) -> dict[str, bytes]:
     """The global state as bytes, by the names --omit gives its parts (`data`, `rng-numpy`, ...)."""
-    generators = {f"rng-{name}": json.dumps(state).encode() for name, state in extra.get(RNG, {}).items()}
+    generators = {rng_part(name): json.dumps(state).encode() for name, state in extra.get(RNG, {}).items()}
     found = {key: json.dumps(value, sort_keys=True).encode() for key, value in extra.items() if key != RNG}
-    return found | generators | {f"rng-{name}": tensor.numpy().tobytes() for name, tensor in tensors.items()}
+    return found | generators | {rng_part(name): tensor.numpy().tobytes() for name, tensor in tensors.items()}
 
 
 def disagreements(world: World, named: dict[str, bytes]) -> dict[str, list[int]]:

@@ -19,10 +19,12 @@ import io
 import json
 import pathlib
 import pickle
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
@@ -95,12 +97,16 @@ def save(state: dict[str, Any], folder: Path) -> None:
 
 
 def load(state: dict[str, Any], folder: Path, metadata: Metadata | None = None) -> None:
-    """dcp.load in place (every rank), through the safe reader and planner; `metadata` is what
-    read_metadata(folder) returned, when the caller has it already."""
+    """dcp.load in place (every rank, or one process without a process group: DCP's no_dist, which reads
+    whatever chunks the targets need, every rank's shards), through the safe reader and planner;
+    `metadata` is what read_metadata(folder) returned, when the caller has it already."""
     if metadata is None:  # read here, before any collective, so that a refusal is this error on every rank
         metadata = read_metadata(folder)
+    alone = not (dist.is_available() and dist.is_initialized())
     try:
-        dcp.load(state, storage_reader=SafeReader(folder, metadata), planner=SafePlanner())
+        with warnings.catch_warnings():  # dcp.load warns that no_dist assumes one process: it is one, by design
+            warnings.filterwarnings("ignore", "torch.distributed is disabled", UserWarning)
+            dcp.load(state, storage_reader=SafeReader(folder, metadata), planner=SafePlanner(), no_dist=alone)
     except CheckpointException as err:
         reason = _first(err)
         raise CheckpointError(f"{folder}: could not load the DCP checkpoint ({reason}); refusing to resume") from None

@@ -3,9 +3,13 @@
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from resumeproof.common import protocol, runfiles
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.protocol import META_PARTS
+from resumeproof.kit import flags
 
 DDP, CANONICAL, FSDP, FSDP_CANONICAL = "ddp", "canonical", "fsdp", "fsdp-canonical"
 REDUCTIONS = (DDP, CANONICAL, FSDP, FSDP_CANONICAL)
@@ -32,6 +36,23 @@ class Options:
         return self.reduction or DEFAULT_REDUCTION
 
 
+def refuse_other_kind_in_place(run: Path, directories: bool) -> None:
+    """--resume auto in `run` by a launcher that writes DCP directories (`directories`) or files: refused, before
+    anything is touched, if `run` holds a checkpoint of the other kind. Resuming in place replaces checkpoint.pt
+    and the generations by the same names, and a file cannot replace a directory atomically, nor the reverse."""
+    if not run.is_dir():
+        return
+    final = run / protocol.CHECKPOINT
+    found = [*([final] if final.exists() else []), *(path for _, path in runfiles.generations(run))]
+    other = next((path for path in found if path.is_dir() != directories), None)
+    if other is not None:
+        written = "by one process (a file)" if directories else "under torchrun (a DCP directory)"
+        raise ResumeproofError(
+            f"--resume auto: {other} was written {written}; a run directory resumes in place under the launcher"
+            f" that wrote it: give --resume {other} and a new --output"
+        )
+
+
 def click_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add --reduction and --dist-timeout to a click command, which receives them as `distributed: Options`."""
     import click
@@ -48,3 +69,10 @@ def click_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "--reduction", type=click.Choice(REDUCTIONS),
         help=f"Under torchrun: how the ranks' gradients become one update  [default: {DEFAULT_REDUCTION}].",
     )(wrapper)  # fmt: skip
+
+
+def without_rank_parts() -> dict[str, Any]:
+    """meta.parts without the rank-local parts, which a run without other ranks refuses: `--faults all`
+    asks for exactly what this run's --omit accepts."""
+    declared = flags.declared_parts()
+    return {} if declared is None else {META_PARTS: [p for p in declared if p not in RANK_PARTS]}

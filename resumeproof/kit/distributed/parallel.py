@@ -1,13 +1,25 @@
-"""What a training loop calls, the same for one process (single.py) and for a group of ranks (group.py)."""
+"""What a training loop calls, the same for one process (single.py) and for a group of ranks (group.py).
 
-from collections.abc import Callable
+    par.prepare(model)                                          # before the optimizer is built
+    run_dir, resumed = par.open_run(args, options)              # found, loaded, validated; nothing restored
+    par.set_state_dict(model, optimizer, model_state_dict=..., optim_state_dict=...)   # the trainer's restore
+    for rows in par.shards():                                   # the forward and backward passes of one update
+        par.backward(loss_fn(par.module(x[rows]), y[rows]))
+    loss = par.reduce()
+    par.save(path, {MODEL: model_sd, OPTIMIZER: optim_sd, ...})  # model_sd, optim_sd = par.get_state_dict(...)
+
+`Single` makes the plain calls (`state_dict()`, one pass over the whole batch, torch.save); `Group` the
+distributed ones (DCP's state-dict API, this rank's rows, a DCP directory).
+"""
+
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+import torch
 from torch import nn
 
-from resumeproof.kit import layout, resume
-from resumeproof.kit.distributed.reduce import LossOf
+from resumeproof.kit import resume
 from resumeproof.kit.flags import ProtocolArgs
 
 
@@ -17,7 +29,7 @@ class RunDirLike(Protocol):
     @property
     def stopped_by(self) -> str | None: ...
 
-    def start(self, step: int, **event: object) -> None: ...
+    def enter_loop(self, step: int, **event: object) -> None: ...
     def log(self, record: dict) -> None: ...
     def after_update(self, step: int, save: Callable[[Path], str]) -> bool: ...
     def finish(self, save: Callable[[Path], str]) -> str: ...
@@ -28,17 +40,34 @@ class Parallel(Protocol):
     def prepare(self, model: nn.Module) -> None:
         """Wrap or shard the model in place; build the optimizer after this."""
 
-    def backward(self, loss_of: LossOf) -> float:
-        """Every parameter's gradient for the global batch; the global mean loss."""
+    @property
+    def module(self) -> nn.Module:
+        """What the forward pass runs: the model, its DDP wrapper, or a full copy of FSDP2's shards."""
 
-    def begin(
-        self, args: ProtocolArgs, t: layout.Training, expected: layout.Expected, warn: Callable[[str], None],
-        accept_foreign: bool = False, pivots: dict[str, float] | None = None,
-    ) -> tuple[RunDirLike, resume.Start]:  # fmt: skip
-        """Where the run starts: everything restored but the generators, the run directory open."""
+    def shards(self) -> Iterator[slice]:
+        """The rows of the global batch this process computes, one forward and backward pass each: all of
+        them in one process, this rank's under torchrun, one row at a time for the canonical reductions."""
 
-    def save(self, path: Path, t: layout.Training, config: dict, identity: dict, provenance: list) -> str:
-        """A checkpoint at `path` (a file, or a DCP directory); its sha256."""
+    def backward(self, loss: torch.Tensor) -> None:
+        """The backward pass of the mean loss over the current shard's rows."""
+
+    def reduce(self) -> float:
+        """Every parameter's gradient set for the global batch; the global mean loss."""
+
+    def get_state_dict(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
+        """The model's and optimizer's state dicts: `state_dict()`, or DCP's get_state_dict under torchrun."""
+
+    def set_state_dict(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, *, model_state_dict: dict | None,
+        optim_state_dict: dict | None,
+    ) -> None:  # fmt: skip
+        """Load what get_state_dict gave (None: leave it as built): `load_state_dict`, or DCP's set_state_dict."""
+
+    def open_run(self, args: ProtocolArgs, options: resume.Options) -> tuple[RunDirLike, resume.Resumed | None]:
+        """What the run continues from (found, loaded, validated; nothing restored), and its run directory."""
+
+    def save(self, path: Path, checkpoint: dict[str, Any]) -> str:
+        """The checkpoint dict at `path` (a file, or a DCP directory); its sha256."""
 
     def write_summary(self, output: Path, **document: Any) -> None:
         """summary.json, written once."""

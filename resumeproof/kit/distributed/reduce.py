@@ -1,8 +1,12 @@
 """The four ways a group of ranks turns its shards of the global batch into one update.
 
 Every rank holds the whole global batch (drawn from the same global streams) and computes rows
-[r*B/W, (r+1)*B/W) of it. `loss_of(module, rows)` is the trainer's mean loss over those rows of the
-global batch, computed with the module it is given.
+[r*B/W, (r+1)*B/W) of it. The trainer runs one forward and backward pass per shard, with the
+module the reduction names, then asks for the result:
+
+    for rows in reduction.shards():                       # this rank's rows, in one slice or row by row
+        reduction.backward(loss_fn(reduction.module(x[rows]), y[rows]))   # the mean loss over `rows`
+    loss = reduction.reduce()                             # every gradient the global batch's; the global loss
 
     ddp             DistributedDataParallel, as users run it: the gradients of the ranks' mean losses
                     are averaged by gloo's all-reduce. Concordant across W to 1-2 ulp, not bit-identical.
@@ -14,7 +18,7 @@ global batch, computed with the module it is given.
 """
 
 import copy
-from collections.abc import Callable
+from collections.abc import Iterator
 
 import torch
 import torch.distributed as dist
@@ -25,8 +29,6 @@ from resumeproof.kit.distributed import tree
 from resumeproof.kit.distributed.options import CANONICAL, DDP, FSDP, FSDP_CANONICAL
 from resumeproof.kit.distributed.world import World
 
-LossOf = Callable[[nn.Module, slice], torch.Tensor]
-
 
 class Reduction:
     """A reduction over `world` for a global batch of `batch` rows; `prepare` the model before the optimizer."""
@@ -36,13 +38,27 @@ class Reduction:
             raise ResumeproofError(f"{world.size} processes do not divide the global batch of {batch} rows")
         per = batch // world.size
         self.world, self.batch, self.rows = world, batch, slice(world.rank * per, (world.rank + 1) * per)
-        self.module: nn.Module | None = None  # what the forward pass runs
+        self._module: nn.Module | None = None
 
     def prepare(self, model: nn.Module) -> None:
         """Wrap or shard `model` in place; the optimizer is built after this, on its parameters."""
-        self.module = model
+        self._module = model
 
-    def backward(self, loss_of: LossOf) -> float:
+    @property
+    def module(self) -> nn.Module:
+        """What the forward pass runs."""
+        assert self._module is not None, "prepare() first"
+        return self._module
+
+    def shards(self) -> Iterator[slice]:
+        """The rows of the global batch this rank computes, one forward and backward pass each."""
+        yield self.rows
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """The backward pass of the mean loss over the rows of the current shard."""
+        raise NotImplementedError
+
+    def reduce(self) -> float:
         """Set every parameter's gradient for the global batch; return the global mean loss."""
         raise NotImplementedError
 
@@ -50,11 +66,12 @@ class Reduction:
 class Averaged(Reduction):
     """ddp and fsdp: each rank's mean loss over its rows, the wrapper averages the gradients."""
 
-    def backward(self, loss_of: LossOf) -> float:
-        assert self.module is not None, "prepare() first"
-        loss = loss_of(self.module, self.rows)
+    def backward(self, loss: torch.Tensor) -> None:
         loss.backward()
-        total = loss.detach().clone()
+        self._loss = loss.detach().clone()
+
+    def reduce(self) -> float:
+        total = self._loss
         dist.all_reduce(total)
         return (total / self.world.size).item()
 
@@ -63,7 +80,7 @@ class Replicated(Averaged):
     """ddp: DistributedDataParallel, default options."""
 
     def prepare(self, model: nn.Module) -> None:
-        self.module = nn.parallel.DistributedDataParallel(model)
+        self._module = nn.parallel.DistributedDataParallel(model)
 
 
 class Sharded(Averaged):
@@ -71,31 +88,35 @@ class Sharded(Averaged):
 
     def prepare(self, model: nn.Module) -> None:
         _shard(model, self.world)
-        self.module = model
+        self._module = model
 
 
 class Canonical(Reduction):
-    """canonical: replicated parameters, the gradient summed over the fixed tree, rows one by one."""
+    """canonical: replicated parameters, the gradient summed over the fixed tree, rows one by one. A row's
+    [loss, gradient...] vector comes from a pass over that row alone, so that it never depends on which rows
+    share its rank."""
 
-    def backward(self, loss_of: LossOf) -> float:
-        assert self.module is not None, "prepare() first"
-        total = self._total(self.module, loss_of)
+    def shards(self) -> Iterator[slice]:
+        self._leaves: dict[int, torch.Tensor] = {}
+        for i in range(self.rows.start, self.rows.stop):
+            self._row = i
+            yield slice(i, i + 1)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        grads = torch.autograd.grad(loss, list(self.module.parameters()))
+        self._leaves[self._row] = torch.cat([loss.detach().reshape(1), *(g.reshape(-1) for g in grads)])
+
+    def reduce(self) -> float:
+        total = self._total()
         offset = 1
         for p in self.module.parameters():
             p.grad = (total[offset : offset + p.numel()] / self.batch).view_as(p).clone()
             offset += p.numel()
         return (total[0] / self.batch).item()
 
-    def _total(self, module: nn.Module, loss_of: LossOf) -> torch.Tensor:
-        """[loss, gradient...] summed over the global batch. A row's vector comes from a pass over that row
-        alone, so that it never depends on which rows share its rank."""
-        params = list(module.parameters())
-        leaves = {}
-        for i in range(self.rows.start, self.rows.stop):
-            loss = loss_of(module, slice(i, i + 1))
-            grads = torch.autograd.grad(loss, params)
-            leaves[i] = torch.cat([loss.detach().reshape(1), *(g.reshape(-1) for g in grads)])
-        return tree.allreduce(leaves, self.batch, self.world.rank, self.world.size)
+    def _total(self) -> torch.Tensor:
+        """[loss, gradient...] summed over the global batch."""
+        return tree.allreduce(self._leaves, self.batch, self.world.rank, self.world.size)
 
 
 class ShardedCanonical(Canonical):
@@ -104,19 +125,24 @@ class ShardedCanonical(Canonical):
     def prepare(self, model: nn.Module) -> None:
         self.shadow = copy.deepcopy(model)  # a plain module: each step loads the gathered parameters into it
         _shard(model, self.world)
-        self.module = model
+        self.sharded = model
 
-    def backward(self, loss_of: LossOf) -> float:
+    @property
+    def module(self) -> nn.Module:
+        return self.shadow
+
+    def shards(self) -> Iterator[slice]:
+        with torch.no_grad():
+            for s, f in zip(self.sharded.parameters(), self.shadow.parameters(), strict=True):
+                f.copy_(s.full_tensor())  # type: ignore[attr-defined]  # a DTensor once sharded
+        yield from super().shards()
+
+    def reduce(self) -> float:
         from torch.distributed.tensor import distribute_tensor
 
-        assert self.module is not None, "prepare() first"
-        sharded, full = list(self.module.parameters()), list(self.shadow.parameters())
-        with torch.no_grad():
-            for s, f in zip(sharded, full, strict=True):
-                f.copy_(s.full_tensor())  # type: ignore[attr-defined]  # a DTensor once sharded
-        total = self._total(self.shadow, loss_of)
+        total = self._total()
         offset = 1
-        for s in sharded:
+        for s in self.sharded.parameters():
             gradient = (total[offset : offset + s.numel()] / self.batch).view(s.shape)
             # Every rank holds the same full gradient: each keeps its own shard of it, no communication.
             s.grad = distribute_tensor(gradient, s.device_mesh, s.placements, src_data_rank=None)  # type: ignore[attr-defined]

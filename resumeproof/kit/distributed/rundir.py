@@ -46,10 +46,11 @@ class SharedRunDir:
         chosen = broadcast(world, str(found[0]) if found else None)
         return cls(world, path, opened[0] if opened else None, every, keep), Path(chosen) if chosen else None
 
-    def start(self, step: int, **event: object) -> None:
+    def enter_loop(self, step: int, **event: object) -> None:
+        """kit.RunDir.enter_loop on rank 0, its start line naming every worker; the signal handlers on every rank."""
         self.workers = gather_ints(self.world, os.getpid())  # what a supervisor needs to kill one rank
         if self.owned is not None:
-            self.owned.start(step, workers=self.workers, parent=os.getppid(), **event)
+            self.owned.enter_loop(step, workers=self.workers, parent=os.getppid(), **event)
         else:
             self.requests.install()
 

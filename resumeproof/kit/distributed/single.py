@@ -1,52 +1,88 @@
-"""One process without a launcher: the kit's single-process calls, exactly as a trainer makes them without it."""
+"""One process without a launcher: the kit's single-process calls, exactly as a trainer makes them without it.
 
-from collections.abc import Callable
+It writes checkpoint files, and resumes a file or a DCP directory written under torchrun at any world size
+(DCP's load without a process group, through the safe reader: state.load), held to the same checks."""
+
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.kit import layout, resume
+from resumeproof.kit import resume
+from resumeproof.kit.checkpoint import load as load_checkpoint
 from resumeproof.kit.checkpoint import save as save_checkpoint
-from resumeproof.kit.distributed.options import RANK_PARTS
-from resumeproof.kit.distributed.reduce import LossOf
+from resumeproof.kit.checkpoint import verify_manifest
+from resumeproof.kit.distributed import state
+from resumeproof.kit.distributed.options import RANK_PARTS, refuse_other_kind_in_place, without_rank_parts
+from resumeproof.kit.distributed.parallel import Parallel
 from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.rundir import RunDir
 from resumeproof.kit.summary import write_summary
 
 
-class Single:
+class Single(Parallel):
     """The whole batch in one forward and backward pass; a checkpoint file; the summary written directly."""
 
     def __init__(self) -> None:
-        self.module: nn.Module | None = None
+        self._module: nn.Module | None = None
 
     def prepare(self, model: nn.Module) -> None:
-        self.module = model
+        self._module = model
 
-    def backward(self, loss_of: LossOf) -> float:
-        assert self.module is not None, "prepare() first"
-        loss = loss_of(self.module, slice(None))
+    @property
+    def module(self) -> nn.Module:
+        assert self._module is not None, "prepare() first"
+        return self._module
+
+    def shards(self) -> Iterator[slice]:
+        yield slice(None)
+
+    def backward(self, loss: torch.Tensor) -> None:
         loss.backward()
-        return loss.item()
+        self._loss = loss
 
-    def begin(
-        self, args: ProtocolArgs, t: layout.Training, expected: layout.Expected, warn: Callable[[str], None],
-        accept_foreign: bool = False, pivots: dict[str, float] | None = None,
-    ) -> tuple[RunDir, resume.Start]:  # fmt: skip
+    def reduce(self) -> float:
+        return self._loss.item()
+
+    def get_state_dict(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
+        return dict(model.state_dict()), optimizer.state_dict()
+
+    def set_state_dict(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, *, model_state_dict: dict | None,
+        optim_state_dict: dict | None,
+    ) -> None:  # fmt: skip
+        if model_state_dict is not None:
+            model.load_state_dict(model_state_dict)
+        if optim_state_dict is not None:
+            optimizer.load_state_dict(optim_state_dict)
+
+    def open_run(self, args: ProtocolArgs, options: resume.Options) -> tuple[RunDir, resume.Resumed | None]:
         asked = sorted(args.omit & set(RANK_PARTS))
         if asked:
             raise ResumeproofError(f"--omit={asked[0]}: a single process has no other ranks")
-        if args.resume is not None and args.resume.is_dir():
-            raise ResumeproofError(f"--resume {args.resume}: a DCP checkpoint directory resumes under torchrun")
-        return resume.begin(args, t, expected, warn, accept_foreign, pivots)
+        if args.resume_auto:
+            refuse_other_kind_in_place(args.output, directories=False)
+        training = options.training
 
-    def save(self, path: Path, t: layout.Training, config: dict, identity: dict, provenance: list) -> str:
-        return save_checkpoint(path, layout.capture(t, config, identity, provenance))
+        def read(path: Path) -> dict[str, Any]:
+            """A checkpoint file, or a DCP directory written under torchrun (at any world size, any reduction):
+            its sidecar, then DCP's load without a process group through the safe reader, every shard
+            gathered into this process's full tensors, in the layout's form (optimizer state by index)."""
+            if not path.is_dir():
+                return load_checkpoint(path)
+            verify_manifest(path)
+            return state.load(path, training.model, training.optimizer).view
+
+        return resume.open_run(args, options, read=read)
+
+    def save(self, path: Path, checkpoint: dict[str, Any]) -> str:
+        return save_checkpoint(path, checkpoint)
 
     def write_summary(self, output: Path, **document: Any) -> None:
         write_summary(output, **document)
 
     def meta(self) -> dict[str, Any]:
-        return {}
+        return without_rank_parts()

@@ -161,6 +161,33 @@ def on_main(world: World, work: Callable[[], T]) -> T | None:
     return result
 
 
+def gather_json(world: World, value: Any) -> list[Any]:
+    """Every rank's JSON value, in rank order, on every rank (sent as text, never pickled)."""
+    raw = json.dumps(value).encode()
+    lengths = gather_ints(world, len(raw))
+    block = torch.zeros(max(lengths), dtype=torch.uint8)
+    block[: len(raw)] = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+    everyone = [torch.empty_like(block) for _ in range(world.size)]
+    dist.all_gather(everyone, block)
+    return [json.loads(bytes(data[:n].tolist()).decode()) for data, n in zip(everyone, lengths, strict=True)]
+
+
+def on_every_rank(world: World, work: Callable[[], T]) -> T:
+    """Run `work` on every rank (each checks what it alone read); a refusal on any rank is raised on every
+    rank, the lowest refusing rank's, so that no rank goes on to a collective the others never reach."""
+    result, error = None, None
+    try:
+        result = work()
+    except (ResumeproofError, OSError) as err:
+        error = one_line(err)
+    errors = gather_json(world, error)
+    refused = next(((rank, said) for rank, said in enumerate(errors) if said is not None), None)
+    if refused is not None:
+        rank, said = refused
+        raise ResumeproofError(said if rank == 0 else f"rank {rank}: {said}")  # rank 0 accepted what rank r refused
+    return result  # type: ignore[return-value]  # work returned on every rank
+
+
 def _said(err: BaseException) -> str:
     text = " ".join(str(err).split())[:400]
     return f"{type(err).__name__}: {text}" if text else type(err).__name__

@@ -1,0 +1,91 @@
+"""`resumeproof check`: whether a checkpoint someone sent loads under torch.load(weights_only=True), told
+without torch and without running a byte of it.
+
+A path is a file (a torch.save archive), a DCP directory, or a framework's checkpoint directory. A
+file is held to the torch-free weights_only check; a directory has every file classified by its
+bytes (common/checkpoint_files.py), pickles that can run code and files of unknown kind refused
+unless allowed by name. A sidecar beside it (`PATH.sha256`, as the protocol writes) is verified
+when present: file for file for a directory, and then the directory may hold nothing else.
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from resumeproof.common import fingerprint, manifest, weights_only
+from resumeproof.common.checkpoint_files import NONE_ALLOWED, Allowances, FileInfo, classify, refusal
+from resumeproof.common.errors import one_line
+
+
+class Verdict(StrEnum):
+    ACCEPTED = "accepted"  # loads under torch.load(weights_only=True): exit 0
+    REFUSED = "refused"  # would not, or cannot be shown to: exit 1
+    UNREADABLE = "unreadable"  # missing, or cannot be read: exit 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Vetted:
+    path: Path
+    verdict: Verdict
+    kind: str | None = None  # a file's kind ("torch"), or "directory"
+    tensors: int = 0
+    sidecar: bool = False  # a .sha256 beside it was verified
+    reason: str | None = None  # why it is refused or unreadable, one line naming the file
+    files: tuple[FileInfo, ...] = ()  # a directory's files, each classified
+
+    def line(self) -> str:
+        if self.verdict is not Verdict.ACCEPTED:
+            return f"{self.path}: {self.verdict}: {self.reason}"
+        what = f"{len(self.files)} files ({self._kinds()})" if self.kind == "directory" else f"a {self.kind} archive"
+        signed = ", sidecar matches" if self.sidecar else ""
+        return f"{self.path}: accepted: {what}, {self.tensors} tensors{signed}"
+
+    def _kinds(self) -> str:
+        kinds: dict[str, int] = {}
+        for f in self.files:
+            kinds[f.kind] = kinds.get(f.kind, 0) + 1
+        return ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "verdict": str(self.verdict), "kind": self.kind, "tensors": self.tensors,
+                "sidecar": self.sidecar, "reason": self.reason, "files": [f.entry() for f in self.files]}  # fmt: skip
+
+
+def vet(path: Path, allow: Allowances = NONE_ALLOWED) -> Vetted:
+    """Vet one path; never raises for what it finds in the file."""
+    if not path.exists() and not path.is_symlink():
+        return Vetted(path=path, verdict=Verdict.UNREADABLE, reason="no such file or directory")
+    try:
+        return _directory(path, allow) if path.is_dir() else _file(path)
+    except OSError as err:
+        return Vetted(path=path, verdict=Verdict.UNREADABLE, reason=one_line(err))
+
+
+def _file(path: Path) -> Vetted:
+    data = path.read_bytes() if path.stat().st_size <= weights_only.READ_WHOLE else None
+    signed = fingerprint.sidecar(path).exists()
+    try:
+        if signed:
+            fingerprint.verify(path, data)
+        checked = weights_only.check(path, data)
+    except (fingerprint.FingerprintError, weights_only.WeightsOnlyError) as err:
+        return Vetted(path=path, verdict=Verdict.REFUSED, kind="file", sidecar=signed, reason=one_line(err))
+    return Vetted(path=path, verdict=Verdict.ACCEPTED, kind="torch", tensors=checked.tensors, sidecar=signed)
+
+
+def _directory(path: Path, allow: Allowances) -> Vetted:
+    signed = fingerprint.sidecar(path).exists()
+    try:
+        listed = manifest.verify(path)[1] if signed else None
+        digests = listed or {name: fingerprint.sha256_file(path / name) for name in manifest.files(path)}
+    except manifest.ManifestError as err:
+        return Vetted(path=path, verdict=Verdict.REFUSED, kind="directory", sidecar=signed, reason=one_line(err))
+    files = tuple(classify(path / name, name, sha, allow) for name, sha in digests.items())
+    refused = [f for f in files if f.refused]
+    if not files or refused:
+        reason = refusal(refused[0]) if refused else "an empty directory holds no checkpoint"
+        return Vetted(path=path, verdict=Verdict.REFUSED, kind="directory", sidecar=signed, files=files,
+                      reason=f"{path}/{reason}" if refused else reason)  # fmt: skip
+    return Vetted(path=path, verdict=Verdict.ACCEPTED, kind="directory", sidecar=signed, files=files,
+                  tensors=sum(f.tensors or 0 for f in files))  # fmt: skip
