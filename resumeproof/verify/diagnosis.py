@@ -229,7 +229,7 @@ def facts(reference: dict[str, Any], other: dict[str, Any], c: Context) -> Facts
     return Facts(
         step=step, fields=frozenset(fields), evidence=tuple(evidence),
         restarted=tuple(restarted(state_a, state_b, c.resumed_at, protocol.STATE)),
-        draws=tuple(p for p in draws_a if p in moved), state_keys=tuple(k for k in shared if k not in same),
+        draws=tuple(p for p in c.parts if p in moved), state_keys=tuple(k for k in shared if k not in same),
         equal_state=frozenset(same), equal_draws=frozenset(p for p in draws_a if p in draws_b and p not in moved),
         differing=frozenset(differing),
     )  # fmt: skip
