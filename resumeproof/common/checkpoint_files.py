@@ -17,7 +17,6 @@ GLOB` (opaque files), matched against the file's path inside the checkpoint; the
 recorded in verification.json beside the file.
 """
 
-import fnmatch
 import json
 import struct
 from dataclasses import dataclass
@@ -25,25 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common import dcp_check, dcp_files, weights_only
+from resumeproof.common.allowances import Allowances
 
 SAFE = ("torch", "safetensors", "json", "text", "plain-pickle", "dcp-metadata", "dcp-data")
 PICKLE_PROTOCOLS = range(2, 6)
 SAFETENSORS_HEADER_MAX = 100 * 1024 * 1024  # what the safetensors library itself accepts
-
-
-@dataclass(frozen=True)
-class Allowances:
-    """Files accepted although their kind is refused, by glob over their path inside the checkpoint."""
-
-    unsafe_pickle: tuple[str, ...] = ()  # --allow-unsafe-pickle GLOB ...
-    opaque: tuple[str, ...] = ()  # --allow-opaque GLOB ...
-
-    def pattern_for(self, kind: str, name: str) -> str | None:
-        patterns = self.unsafe_pickle if kind == "pickle" else self.opaque if kind == "opaque" else ()
-        return next((p for p in patterns if fnmatch.fnmatchcase(name, p)), None)
-
-
-NONE_ALLOWED = Allowances()
 
 
 @dataclass(frozen=True)

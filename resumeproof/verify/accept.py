@@ -9,13 +9,13 @@ fails the trajectory: exit 2, never a comparison result.
 """
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from resumeproof.common import fingerprint, manifest, protocol, runfiles, weights_only
-from resumeproof.common.checkpoint_files import NONE_ALLOWED, Allowances, FileInfo, classify, refusal
+from resumeproof.common.allowances import NONE_ALLOWED, Allowances
+from resumeproof.common.checkpoint_files import FileInfo, classify, refusal
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.verify.result import Check
@@ -93,11 +93,6 @@ def _directory(path: Path, allow: Allowances) -> CheckpointInfo:
         raise TrajectoryError(f"{path}/{refusal(refused[0])}")
     tensors = sum(f.tensors or 0 for f in files)
     return CheckpointInfo(path, digest, tensors, (TORCH_FREE,), files)
-
-
-def acceptor(allow: Allowances) -> Callable[[Trajectory], Accepted]:
-    """`accept` with this verification's allowances, as run_all calls it."""
-    return lambda t: accept(t, allow)
 
 
 def accept(t: Trajectory, allow: Allowances = NONE_ALLOWED) -> Accepted:

@@ -3,7 +3,6 @@
 import platform
 import time
 from collections import Counter
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +74,8 @@ def environment(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def _version(package: str) -> str | None:
+    from importlib import metadata  # late: about 30 ms, and the first trainers need not wait for it
+
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:

@@ -4,7 +4,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from resumeproof.common.checkpoint_files import NONE_ALLOWED, Allowances
+from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import MODEL, PART_NAME
 from resumeproof.verify.points import EPOCHS

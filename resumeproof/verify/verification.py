@@ -5,7 +5,7 @@ The command line turns its outcome into an exit code (0 passed, 1 a comparison f
 """
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live
@@ -13,15 +13,15 @@ from rich.live import Live
 from resumeproof.common import protocol
 from resumeproof.common.errors import refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, REPEAT, RESUMED, CheckKind
-from resumeproof.verify import accept, evidence, plan, points, report
-from resumeproof.verify import plot as plot_module
-from resumeproof.verify.diagnosis import Context
-from resumeproof.verify.evaluate import Evaluated, evaluate
-from resumeproof.verify.evidence import Evidence
+from resumeproof.verify import plan, points, report
 from resumeproof.verify.expectation import Expect
 from resumeproof.verify.result import DIVERGENT, Verification
 from resumeproof.verify.settings import ALL, Settings, primary_first
 from resumeproof.verify.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
+
+if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
+    from resumeproof.verify.accept import Accepted
+    from resumeproof.verify.evaluate import Evaluated
 
 COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failure here asks for the evidence
 
@@ -39,6 +39,8 @@ def verify(s: Settings, out: Console) -> Verification:
         error = _inputs_unchanged(trajectories) or (_torch_load_all(trajectories) if s.torch_load else None)
     result = _result(s, trajectories, evaluated if error is None else None, error)
     if result.error is None and s.plot:
+        from resumeproof.verify import plot as plot_module
+
         divergent = {t.name for t in trajectories if t.expectation and t.expectation.kind is Expect.DIVERGENT}
         result.plot = str(plot_module.write(s.output / "verification.png", _summaries(trajectories), s.atol, divergent))
     report.write(s.output / "verification.json", result.to_json())
@@ -81,8 +83,11 @@ def declared_parts(summary: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(parts)
 
 
-def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) -> Evaluated:
+def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) -> "Evaluated":
     """Evaluate; where a comparison failed, run the evidence it asks for (verify/evidence.py) and evaluate again."""
+    from resumeproof.verify.evaluate import evaluate
+    from resumeproof.verify.evidence import Evidence
+
     summaries = _summaries(trajectories)
     declared = declared_parts(summaries[CONTINUOUS])
     parts = declared or protocol.STANDARD_PARTS
@@ -101,9 +106,12 @@ def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) ->
 
 
 def _evidence_trajectories(
-    s: Settings, first: Evaluated, summaries: dict[str, dict[str, Any]], trajectories: list[Trajectory],
+    s: Settings, first: "Evaluated", summaries: dict[str, dict[str, Any]], trajectories: list[Trajectory],
     declared: tuple[str, ...] | None,
 ) -> list[Trajectory]:  # fmt: skip
+    from resumeproof.verify import evidence
+    from resumeproof.verify.diagnosis import Context
+
     names = {t.name for t in trajectories}
     failed = [c for c in first.checks if not c.passed]
     extra = []
@@ -122,10 +130,17 @@ def _evidence_trajectories(
 
 def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any = None) -> None:
     with Live(report.progress(trajectories), console=out, refresh_per_second=8) as live:
-        run_all(trajectories, s.jobs, s.timeout, accept.acceptor(s.allow),
+        run_all(trajectories, s.jobs, s.timeout, lambda done: _accept(done, s),
                 lambda: live.update(report.progress(trajectories)), expand or (lambda done: []))  # fmt: skip
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal
+
+
+def _accept(t: Trajectory, s: Settings) -> "Accepted":
+    # Late: the checkers (weights_only, DCP) load once the first trainers run, not before they start.
+    from resumeproof.verify import accept
+
+    return accept.accept(t, s.allow)
 
 
 def _first_error(trajectories: list[Trajectory]) -> str | None:
@@ -137,7 +152,7 @@ def _summaries(trajectories: list[Trajectory]) -> dict[str, dict[str, Any]]:
 
 
 def _result(
-    s: Settings, trajectories: list[Trajectory], evaluated: Evaluated | None, error: str | None
+    s: Settings, trajectories: list[Trajectory], evaluated: "Evaluated | None", error: str | None
 ) -> Verification:
     summaries = _summaries(trajectories)
     meta = summaries.get(CONTINUOUS, {}).get(protocol.META)
@@ -184,6 +199,8 @@ def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
 
 def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
     """Load every checkpoint with torch itself; the first refusal, if any."""
+    from resumeproof.verify import accept
+
     for t in trajectories:
         if t.accepted is not None:
             try:

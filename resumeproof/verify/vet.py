@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common import fingerprint, manifest, weights_only
-from resumeproof.common.checkpoint_files import NONE_ALLOWED, Allowances, FileInfo, classify, refusal
+from resumeproof.common.allowances import NONE_ALLOWED, Allowances
+from resumeproof.common.checkpoint_files import FileInfo, classify, refusal
 from resumeproof.common.errors import one_line
 
 

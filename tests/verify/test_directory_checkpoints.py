@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from resumeproof.common import manifest
-from resumeproof.common.checkpoint_files import NONE_ALLOWED, Allowances, classify
+from resumeproof.common.allowances import NONE_ALLOWED, Allowances
+from resumeproof.common.checkpoint_files import classify
 from tests.helpers import TRAINERS, read_verification, run_verify
 
 TRAINER = f"python -B {TRAINERS / 'directory_checkpoint.py'}"
