@@ -10,6 +10,7 @@ import torch.distributed.checkpoint as stock
 from torch.distributed.checkpoint import FileSystemWriter
 
 from resumeproof.common import checkpoint_files, dcp_check, dcp_files, manifest, weights_only
+from resumeproof.common.allowances import NONE_ALLOWED
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.distributed import dcp_io
 from resumeproof.verify import accept
@@ -131,7 +132,7 @@ def test_a_save_without_its_metadata_is_never_used(tmp_path):
     manifest.write(folder)
     with pytest.raises(CheckpointError, match=r"no \.metadata: the save did not finish"):
         dcp_io.read_metadata(folder)
-    info = checkpoint_files.classify(folder / "__0_0.distcp", "__0_0.distcp", "0" * 64, checkpoint_files.NONE_ALLOWED)
+    info = checkpoint_files.classify(folder / "__0_0.distcp", "__0_0.distcp", "0" * 64, NONE_ALLOWED)
     assert info.refused and info.kind == "opaque" and "the save did not finish" in checkpoint_files.refusal(info)
 
 
