@@ -26,11 +26,11 @@ from resumeproof.kit.distributed.options import (
     click_options,
 )
 from resumeproof.kit.distributed.parallel import Parallel
-from resumeproof.kit.distributed.world import World, launched, session
+from resumeproof.kit.distributed.world import World, launched, session, signed
 
 __all__ = [
     "DEFAULT_REDUCTION", "DEFAULT_TIMEOUT", "RANK_PARTS", "REDUCTIONS", "Options", "Parallel", "World", "click_options",
-    "launched", "parallel", "session",
+    "launched", "parallel", "session", "signed",
 ]  # fmt: skip
 
 

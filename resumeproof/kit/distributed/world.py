@@ -53,7 +53,7 @@ def launched() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-def name(prog: str) -> str:
+def signed(prog: str) -> str:
     """How a rank signs its error lines, so that the verifier can quote the rank that failed."""
     return f"{prog} [rank {os.environ['RANK']}]" if launched() else prog
 
@@ -71,7 +71,7 @@ def session(prog: str, debug: bool, options: Options) -> Iterator[World | None]:
         return
     code = 0
     try:
-        with exit_on_error(name(prog), debug):
+        with exit_on_error(signed(prog), debug):
             world = join(options.timeout)
             yield world
         leave()
@@ -81,7 +81,7 @@ def session(prog: str, debug: bool, options: Options) -> Iterator[World | None]:
         if debug:
             traceback.print_exc()
         else:
-            print(f"{name(prog)}: failed: {_said(err)}", file=sys.stderr)
+            print(f"{signed(prog)}: failed: {_said(err)}", file=sys.stderr)
         code = 1
     finally:
         sys.stdout.flush()
