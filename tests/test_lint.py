@@ -1,4 +1,5 @@
-"""ruff (lint and format) and mypy, as configured in pyproject.toml, pass on the whole tree."""
+"""ruff (lint and format) and mypy, as configured in pyproject.toml, pass on the whole tree; the suite stays
+schedulable as pyproject.toml asks."""
 
 import subprocess
 import sys
@@ -16,3 +17,14 @@ from tests.helpers import REPO
 def test_tool_passes(argv):
     proc = subprocess.run([sys.executable, "-m", *argv], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_module_with_a_module_fixture_runs_on_one_worker():
+    """Under `--dist loadgroup` a module's tests spread over the workers unless it names a group, and each worker
+    would make the module's fixtures (whole verifications) again."""
+    spread = [
+        path.relative_to(REPO).as_posix()
+        for path in sorted((REPO / "tests").rglob("test_*.py"))
+        if 'scope="module"' in (text := path.read_text()) and "pytest.mark.xdist_group(" not in text
+    ]
+    assert spread == []

@@ -9,6 +9,8 @@ import pytest
 
 from benchmarks import diagnosis
 
+pytestmark = pytest.mark.xdist_group("corpus")  # one worker: the module's runs are made once
+
 FAST = (
     "ema/lose-ema",  # a lost part the trainer names itself, seen only in state and eval
     "optimizer_recreated/recreate-optimizer",  # short state keys (net, opt, sched); the lr differs first

@@ -3,8 +3,9 @@
 The audit (benchmarks/audit.py, docs/audit.json) verifies every row at k = 3, 6 and 9 with 12
 steps; these tests run the documented path and the user-level fix of each example at k = 3
 (mid-epoch) and 6 (the epoch boundary), and require the audit's verdict, first mismatch and
-diagnosis at both points, and the exit code they imply. The frameworks are in the `dev` extra:
-these tests never skip.
+diagnosis at each, and the exit code they imply. A row the audit finds exact at every point runs
+at k = 3 alone: each framework process starts in seconds, and the boundary is tried where the
+audit found something there. The frameworks are in the `dev` extra: these tests never skip.
 """
 
 import ast
@@ -27,15 +28,18 @@ EXAMPLES = [*sorted((REPO / "examples").glob("*_example.py")), REPO / "examples"
 @pytest.mark.parametrize("row", TESTED, ids=[row.key for row in TESTED])
 def test_the_example_gives_the_verdict_docs_audit_states(tmp_path, row):
     expected = BY_KEY[row.key]
-    argv = audit.verify_command(row, tmp_path / "v", points=",".join(POINTS))
+    exact_everywhere = all(point["verdict"] == "concordant" for point in expected["points"].values())
+    points = POINTS[:1] if exact_everywhere else POINTS
+    argv = audit.verify_command(row, tmp_path / "v", points=",".join(points))
     proc = run_verify(*argv[argv.index("--output") :], timeout=480)
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     document = read_verification(tmp_path / "v" / "verification.json")
     resumes = document["comparison"]["resumes"]
-    for k in POINTS:
-        found = audit._verdict(resumes[audit.point_name(int(k), int(POINTS[0]))])
+    assert len(resumes) == len(points)
+    for k in points:
+        found = audit._verdict(resumes[audit.point_name(int(k), int(points[0]))])
         assert found == expected["points"][k], (k, found)
-    exact = all(expected["points"][k]["verdict"] == "concordant" for k in POINTS)
+    exact = all(expected["points"][k]["verdict"] == "concordant" for k in points)
     negative = document["comparison"]["no_rng_resume"]["verdict"] == "divergent"
     assert proc.returncode == (0 if exact and negative else 1), proc.stderr[-2000:]
 

@@ -65,14 +65,14 @@ def test_every_interruption_point_and_a_checkpoint_every_step_pass(tmp_path):
 
 
 def test_chains_of_segments_pass_and_the_plot_is_a_png(tmp_path):
-    args = ("--steps", "6", "--interrupt-at", "3", "--segments", "2,2,2", "--segments", ",".join(["1"] * 6), "--plot")
+    args = ("--steps", "4", "--interrupt-at", "2", "--segments", "3,1", "--segments", "1,1,1,1", "--plot")
     proc, doc = verify(tmp_path / "run", *args)
     assert proc.returncode == 0, proc.stderr
-    assert doc["segments"] == [[2, 2, 2], [1] * 6]
-    assert doc["comparison"]["resumes"]["chain1-seg3"]["verdict"] == "concordant"
-    assert doc["comparison"]["resumes"]["chain2-seg6"]["verdict"] == "concordant"
+    assert doc["segments"] == [[3, 1], [1] * 4]
+    assert doc["comparison"]["resumes"]["chain1-seg2"]["verdict"] == "concordant"
+    assert doc["comparison"]["resumes"]["chain2-seg4"]["verdict"] == "concordant"
     prefixes = [c for c in doc["checks"] if c["kind"] == "prefix" and c["trajectory"].startswith("chain2-")]
-    assert len(prefixes) == 5 and all(c["passed"] for c in prefixes)  # every segment but the last one
+    assert len(prefixes) == 3 and all(c["passed"] for c in prefixes)  # every segment but the last one
     png = (tmp_path / "run" / "verification.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
     assert struct.unpack(">II", png[16:24]) == (1000, 700)

@@ -19,6 +19,8 @@ import pytest
 
 from tests.helpers import TRAINERS, read_verification, run_verify
 
+pytestmark = pytest.mark.xdist_group("verify_e2e")  # one worker: the module's runs are made once
+
 NAMES = ("continuous", "interrupted", "resumed", "resumed-no-rng")
 SMALL = ("--steps", "4", "--interrupt-at", "2")  # enough for every fault below; keeps the suite fast
 NEGATIVE_CHECK = "resume without RNG restore diverges (negative control)"

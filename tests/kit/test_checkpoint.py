@@ -25,6 +25,8 @@ from resumeproof.kit.layout import HISTORY, MODEL
 from tests.helpers import code_that_touches
 from tests.kit._checkpoint_files import CHECKPOINT, SIDECAR, files_in, replace_pickle, write_sidecar
 
+pytestmark = pytest.mark.xdist_group("checkpoint")  # one worker: the module's runs are made once
+
 
 @pytest.fixture(scope="module")
 def trained_state(interrupted_run: Path) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from resumeproof.verify.compare import compare_keys, merge
 from resumeproof.verify.trajectories import TrajectoryError
 from tests.helpers import REPO, TRAINERS, code_that_touches, read_verification, rewrite_metadata, run_verify
 
+pytestmark = pytest.mark.xdist_group("distributed")  # one worker: the module's runs are made once
+
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run")
 TRAIN = REPO / "train.py"
 LAUNCH_TIMEOUT = 300  # generous: four ranks on two shared cores

@@ -13,6 +13,8 @@ from resumeproof.common import dcp_check, protocol
 from tests.helpers import REPO, code_that_touches, rewrite_metadata
 from tests.kit.test_distributed import TRAIN, command, launch, summary, torchrun, verification
 
+pytestmark = pytest.mark.xdist_group("launchers")  # one worker: the module's runs are made once
+
 PLAIN = shlex.join([sys.executable, "-B", str(TRAIN)])  # one process, no launcher
 DCP_KINDS = {".metadata": "dcp-metadata", "__0_0.distcp": "dcp-data", "__1_0.distcp": "dcp-data"}
 

@@ -35,6 +35,8 @@ from resumeproof.reference import train
 from tests.helpers import run_train
 from tests.kit._checkpoint_files import CHECKPOINT, files_in, put, save_tampered
 
+pytestmark = pytest.mark.xdist_group("layout")  # one worker: the module's runs are made once
+
 
 def float64_build(exp: train.Experiment) -> layout.Training:
     """train.build as the trainer runs it: with float64 as torch's default dtype."""

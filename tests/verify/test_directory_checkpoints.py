@@ -13,6 +13,8 @@ from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.checkpoint_files import classify
 from tests.helpers import TRAINERS, read_verification, run_verify
 
+pytestmark = pytest.mark.xdist_group("directory_checkpoints")  # one worker: the module's runs are made once
+
 TRAINER = f"python -B {TRAINERS / 'directory_checkpoint.py'}"
 SMALL = ("--steps", "4", "--interrupt-at", "2")
 ALLOW_RNG = ("--allow-unsafe-pickle", "rng.pkl")
