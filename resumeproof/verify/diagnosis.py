@@ -170,6 +170,11 @@ def diagnose(reference: dict[str, Any], other: dict[str, Any], c: Context) -> Di
 
 def _unknown(f: Facts, c: Context) -> str:
     """What an unexplained difference leaves open, said without naming a part."""
+    if "rows" in f.fields:  # the rows rule matched, but the data position it would name was restored
+        return (
+            "another batch was drawn, yet the data position's state equals the continuous run's: what feeds the "
+            "sampler (its epoch, a seed, the order it was built in) was not restored or not applied"
+        )
     if f.fields == {"lr"} or "lr" in f.fields:
         return "the lr differs: a scheduler, or the optimizer's param groups, was not restored"
     if "loss" in f.fields and f.step == c.resumed_at + 1:

@@ -105,6 +105,14 @@ def test_a_part_whose_reported_state_equals_the_continuous_runs_is_never_named()
     assert lost(other, parts=parts, base=base) == ((), "none")
 
 
+def test_other_rows_with_the_data_position_restored_name_nothing_and_say_the_rows_differ():
+    """A sampler whose epoch was not set again: its saved position is the continuous run's, its batches are not."""
+    base = changed(lambda s: s["state"].update(data={"cursor": 6}))
+    found = diagnose(base, changed(other_rows, base), Context(resumed_at=3, parts=STANDARD_PARTS))
+    assert found is not None and (found.lost, found.rule) == ((), "none")
+    assert found.explanation.startswith("another batch was drawn, yet the data position's state equals")
+
+
 def test_state_alone_that_differs_names_its_part_when_the_history_is_the_same():
     parts = (*STANDARD_PARTS, "ema")
     base = changed(lambda s: s["state"].update(ema=[0.4, -0.2]))
