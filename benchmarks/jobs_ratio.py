@@ -2,7 +2,7 @@
 
     python -B benchmarks/jobs_ratio.py [--repeats 1]
 
-Runs `verify_resume.py --interrupt-at all --faults all` (29 trainer processes for 10 steps) with
+Runs `verify_resume.py --interrupt-at all --faults all` (28 trainer processes for 10 steps) with
 `--jobs 2` and with `--jobs 1`, alternating, and prints the medians and their ratio; the target
 on a 2-core machine is at most 0.6. This prints figures; it asserts nothing.
 """
