@@ -178,11 +178,13 @@ def main(protocol, resume_flat, seed, hidden, device, precision, override_identi
     """Train the reference experiment and write a fingerprinted checkpoint; also on SIGUSR1, and on SIGTERM to stop."""
     if resume_flat is not None and (protocol.resume is not None or protocol.resume_auto):
         raise click.UsageError("give --resume or --resume-flat, not both")
-    with kit.exit_on_error(kit.distributed.signed(PROG), debug):  # each rank alone, before a group can half-form
-        if kit.distributed.launched() and (device, precision) != ("cpu", "float64"):  # NCCL, AMP: not covered
-            raise kit.ResumeproofError(f"--device {device} --precision {precision}: torchrun runs cpu float64, no NCCL")
-        if kit.distributed.launched() and resume_flat is not None:
-            raise kit.ResumeproofError("--resume-flat: a flat file resumes one process, not a torchrun group")
+    if kit.distributed.launched():  # each rank refuses alone, before a group can half-form
+        with kit.exit_on_error(kit.distributed.signed(PROG), debug):
+            if (device, precision) != ("cpu", "float64"):  # NCCL, mixed precision: not covered
+                said = f"--device {device} --precision {precision}"
+                raise kit.ResumeproofError(f"{said}: torchrun runs cpu float64, no NCCL")
+            if resume_flat is not None:
+                raise kit.ResumeproofError("--resume-flat: a flat file resumes one process, not a torchrun group")
     with kit.distributed.session(PROG, debug, distributed) as world:  # under torchrun: the gloo group
         started = time.perf_counter()
         changes = pivot.parse(pivots)  # a pivot is a change of the experiment, declared on a resume
