@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common.protocol import CheckKind
-from resumeproof.verify.result import Check, Verification
+from resumeproof.verify.findings import Check
+from resumeproof.verify.result import Verification
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = "tests/trainers/corpus"

@@ -114,7 +114,7 @@ def run_verify(
     plot, allow_unsafe_pickle, allow_opaque, torch_load, junit_xml, summary_md, debug,
 ) -> None:  # fmt: skip
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
-    from resumeproof.verify import report
+    from resumeproof.verify import terminal
     from resumeproof.verify.plot import INSTALL, available
     from resumeproof.verify.verification import verify
 
@@ -132,7 +132,7 @@ def run_verify(
         resume_cmd=_parsed(lambda: settings.parse_train_cmd(resume_cmd, "--resume-cmd")) if resume_cmd else None,
         repeat=repeat,
     )  # fmt: skip
-    out = report.console()
+    out = terminal.console()
     with exit_on_error(_prog(), debug):
         try:
             result = verify(asked, out)
@@ -140,7 +140,7 @@ def run_verify(
             _ci_reports(junit_xml, summary_md, Verification(error=one_line(err), train_cmd=train_cmd), output)
             raise
         _ci_reports(junit_xml, summary_md, result, output)
-    report.print_report(out, result)
+    terminal.print_report(out, result)
     sys.exit(EXIT_ERROR if result.error else EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
 
 
@@ -174,17 +174,17 @@ def _ci_reports(junit_xml: Path | None, summary_md: Path | None, result: "Verifi
 @_debug_option
 def run_chaos(output, kills, steps, checkpoint_every, seed, pace, timeout, train_cmd, kill, debug) -> None:
     """Kill, stop and snapshot a long run at random instants; it must lose nothing."""
-    from resumeproof.verify import chaos, report
+    from resumeproof.verify import chaos, terminal
 
     asked = chaos.Settings(
         output=output, train=shlex.split(_parsed(lambda: settings.parse_train_cmd(train_cmd))), kills=kills,
         steps=steps, checkpoint_every=checkpoint_every, seed=seed, pace=pace, timeout=timeout, kill=kill,
     )  # fmt: skip
-    out = report.console()
+    out = terminal.console()
     with exit_on_error(_prog(), debug), out.status(f"chaos: {kills} signals into a run of {steps} steps"):
         result = chaos.run(asked)
-    report.write(output / "verification.json", result.to_json())
-    report.print_chaos(out, result)
+    result.write(output / "verification.json")
+    terminal.print_chaos(out, result)
     sys.exit(EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
 
 

@@ -1,24 +1,19 @@
 """What a finished trajectory proved before anything uses or compares it: its checkpoint and its summary.
 
-A checkpoint file is accepted once its sha256 matches its sidecar and the torch-free weights_only
-check passed (the real loader too, with --torch-load). A checkpoint directory is accepted once its
-sidecar lists exactly the files it holds with their digests and every file is of a kind that
-cannot run code when loaded, or was allowed explicitly (common/checkpoint_files.py). A summary is accepted
-once it has the shape of the protocol's section 3 with the step the plan expects. Anything else
-fails the trajectory: exit 2, never a comparison result.
+A checkpoint, a file or a directory, is accepted as verify/admission.py decides, with its sidecar
+required. A summary is accepted once it has the shape of the protocol's section 3 with the step the
+plan expects. Anything else fails the trajectory: exit 2, never a comparison result.
 """
 
-from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import fingerprint, manifest, protocol, runfiles, weights_only
+from resumeproof.common import protocol, runfiles
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
-from resumeproof.common.checkpoint_files import FileInfo, classify, refusal
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.common.protocol import CheckId, CheckKind
-from resumeproof.verify.result import Check
+from resumeproof.verify import admission
+from resumeproof.verify.accepted import Accepted, CheckpointInfo
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.summary import read_summary
 from resumeproof.verify.trajectories import Trajectory, TrajectoryError
@@ -27,72 +22,18 @@ TORCH_FREE = "torch-free weights_only check"
 TORCH_LOAD = "torch.load(weights_only=True)"
 
 
-@dataclass(frozen=True)
-class CheckpointInfo:
-    path: Path
-    sha256: str  # of the bytes on disk, equal to the sidecar's (a directory: of its sidecar's text)
-    tensors: int
-    checked_by: tuple[str, ...]  # the loaders that accepted it
-    files: tuple[FileInfo, ...] = ()  # a directory's files, each classified
-
-    def check(self, trajectory: str) -> Check:
-        """The check verification.json lists for this checkpoint."""
-        if self.files:
-            kinds = Counter(f.kind for f in self.files)
-            allowed = [f"{f.path} ({f.kind}, by {f.allowed_by})" for f in self.files if f.allowed_by]
-            detail = f"{len(self.files)} files match the sidecar; " + ", ".join(f"{n} {k}" for k, n in kinds.items())
-            detail += f"; allowed explicitly: {', '.join(allowed)}" if allowed else ""
-        else:
-            detail = f"sha256 matches; {self.tensors} tensors, plain data ({', '.join(self.checked_by)})"
-        return Check(
-            id=CheckId(kind=CheckKind.CHECKPOINT, trajectory=trajectory),
-            name=f"checkpoint {trajectory}: fingerprint and weights_only",
-            passed=bool(self.sha256) and bool(self.checked_by) and not any(f.refused for f in self.files),
-            detail=detail,
-        )
-
-    def unchanged(self) -> bool:
-        """The checkpoint still holds the bytes it was accepted with."""
-        if self.files:
-            try:
-                return manifest.verify(self.path)[0] == self.sha256
-            except manifest.ManifestError:
-                return False
-        return fingerprint.sha256_file(self.path) == self.sha256
-
-
-@dataclass(frozen=True)
-class Accepted:
-    summary: dict[str, Any]
-    checkpoint: CheckpointInfo
-
-
 def checkpoint(path: Path, allow: Allowances = NONE_ALLOWED) -> CheckpointInfo:
     """Fingerprint, then the torch-free weights_only check (a directory: of every file it holds)."""
-    if path.is_dir():
-        return _directory(path, allow)
-    if not path.is_file():
+    if not path.is_dir() and not path.is_file():
         raise TrajectoryError(f"{path}: missing")
-    try:  # a file of ordinary size is read once: the bytes hashed are the bytes checked
-        data = path.read_bytes() if path.stat().st_size <= weights_only.READ_WHOLE else None
-        digest = fingerprint.verify(path, data)
-        tensors = weights_only.check(path, data).tensors
+    try:
+        found = admission.admit(path, allow, sidecar=True)
     except ResumeproofError as err:
         raise TrajectoryError(str(err)) from None
-    return CheckpointInfo(path, digest, tensors, (TORCH_FREE,))
-
-
-def _directory(path: Path, allow: Allowances) -> CheckpointInfo:
-    try:
-        digest, digests = manifest.verify(path)
-    except manifest.ManifestError as err:
-        raise TrajectoryError(str(err)) from None
-    files = tuple(classify(path / name, name, sha, allow) for name, sha in digests.items())
-    refused = [f for f in files if f.refused]
-    if refused:
-        raise TrajectoryError(f"{path}/{refusal(refused[0])}")
-    tensors = sum(f.tensors or 0 for f in files)
-    return CheckpointInfo(path, digest, tensors, (TORCH_FREE,), files)
+    if found.refusal is not None:
+        raise TrajectoryError(found.refusal)
+    assert found.sha256 is not None, "the sidecar is required"
+    return CheckpointInfo(path, found.sha256, found.tensors, (TORCH_FREE,), found.files)
 
 
 def accept(t: Trajectory, allow: Allowances = NONE_ALLOWED) -> Accepted:
@@ -111,11 +52,11 @@ def accept(t: Trajectory, allow: Allowances = NONE_ALLOWED) -> Accepted:
 def _check_echo(path: Path, summary: dict[str, Any], part: str) -> None:
     """A fault run must show that it ran the fault: a trainer that ignores --omit=PART would otherwise
     make a full resume pass for "a resume without PART", and the fault matrix would lie."""
-    meta = summary.get("meta")
-    echoed = meta.get("omitted") if isinstance(meta, dict) else None
+    meta = summary.get(protocol.META)
+    echoed = meta.get(protocol.META_OMITTED) if isinstance(meta, dict) else None
     if echoed != [part]:
         raise TrajectoryError(
-            f"{path}: ran with --omit={part} but meta.omitted is {echoed!r}, not [{part!r}]; "
+            f"{path}: ran with {protocol.omit_token(part)} but meta.omitted is {echoed!r}, not [{part!r}]; "
             "a fault run must echo the parts it did not restore (docs/protocol.md)"
         )
 

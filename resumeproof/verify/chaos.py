@@ -26,8 +26,9 @@ from resumeproof.common import losslog, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError, refuse_existing
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.verify import accept
+from resumeproof.verify.chaos_result import ChaosResult
 from resumeproof.verify.compare import summaries
-from resumeproof.verify.result import ChaosResult, Check
+from resumeproof.verify.findings import Check
 from resumeproof.verify.summary import read_summary
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)

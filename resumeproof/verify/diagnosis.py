@@ -18,7 +18,7 @@ from typing import Any
 from resumeproof.common import protocol
 from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, PROGRESS, SCHEDULER
 from resumeproof.verify.compare import compare, join
-from resumeproof.verify.result import Diagnosis
+from resumeproof.verify.findings import Diagnosis
 
 # The names a trainer may give a part, beyond the part's own (docs/checks.md): a field or key named
 # like one of them points to that part, if the trainer declares it.

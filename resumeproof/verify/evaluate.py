@@ -19,7 +19,7 @@ from resumeproof.verify.compare import Comparison, compare, compare_keys, merge
 from resumeproof.verify.diagnosis import Context, diagnose, identical
 from resumeproof.verify.evidence import Evidence
 from resumeproof.verify.expectation import Expect, Expectation
-from resumeproof.verify.result import CONCORDANT, DIVERGENT, Check, Coverage, Determinism, Diagnosis, Fault, Resume
+from resumeproof.verify.findings import CONCORDANT, DIVERGENT, Check, Coverage, Determinism, Diagnosis, Fault, Resume
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.trajectories import Trajectory
 

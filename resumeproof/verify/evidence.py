@@ -19,7 +19,7 @@ from resumeproof.common import protocol
 from resumeproof.verify import diagnosis
 from resumeproof.verify.compare import summaries
 from resumeproof.verify.diagnosis import Context
-from resumeproof.verify.result import Determinism, Diagnosis
+from resumeproof.verify.findings import Determinism, Diagnosis
 
 Summary = dict[str, Any]
 

@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from resumeproof.common.fingerprint import write_atomic
-from resumeproof.verify.result import Check, TrajectoryRecord, Verification
+from resumeproof.verify.findings import Check
+from resumeproof.verify.result import TrajectoryRecord, Verification
 
 SUITE = "resumeproof verify"
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.verify.result import Coverage
+from resumeproof.verify.findings import Coverage
 
 EPOCHS = "epochs"
 

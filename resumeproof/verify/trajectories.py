@@ -15,14 +15,11 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify import failure
+from resumeproof.verify.accepted import Accepted
 from resumeproof.verify.expectation import Expectation
-
-if TYPE_CHECKING:  # accept.py imports this module; the type is all that is needed here
-    from resumeproof.verify.accept import Accepted
 
 QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
 
@@ -46,7 +43,7 @@ class Trajectory:
     started: float | None = None
     seconds: float | None = None
     error: str | None = None
-    accepted: "Accepted | None" = None  # what `accept` found, once the trajectory is done
+    accepted: Accepted | None = None  # what `accept` found, once the trajectory is done
 
     def elapsed(self) -> float:
         if self.seconds is not None:
@@ -58,7 +55,7 @@ def run_all(
     trajectories: list[Trajectory],
     jobs: int,
     timeout: float,
-    accept: Callable[[Trajectory], "Accepted"],
+    accept: Callable[[Trajectory], Accepted],
     refresh: Callable[[], None] = lambda: None,
     expand: Callable[[Trajectory], list[Trajectory]] = lambda done: [],
 ) -> None:
@@ -89,7 +86,7 @@ def run_all(
     refresh()
 
 
-def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], "Accepted"]) -> str | None:
+def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted]) -> str | None:
     """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
     try:
         t.log.write_bytes(b"")

@@ -13,14 +13,15 @@ from rich.live import Live
 from resumeproof.common import protocol
 from resumeproof.common.errors import refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, REPEAT, RESUMED, CheckKind
-from resumeproof.verify import plan, points, report
+from resumeproof.verify import environment, plan, points, terminal
+from resumeproof.verify.accepted import Accepted
 from resumeproof.verify.expectation import Expect
-from resumeproof.verify.result import DIVERGENT, Verification
+from resumeproof.verify.findings import DIVERGENT
+from resumeproof.verify.result import TrajectoryRecord, Verification
 from resumeproof.verify.settings import ALL, Settings, primary_first
 from resumeproof.verify.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
-    from resumeproof.verify.accept import Accepted
     from resumeproof.verify.evaluate import Evaluated
 
 COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failure here asks for the evidence
@@ -43,7 +44,7 @@ def verify(s: Settings, out: Console) -> Verification:
 
         divergent = {t.name for t in trajectories if t.expectation and t.expectation.kind is Expect.DIVERGENT}
         result.plot = str(plot_module.write(s.output / "verification.png", _summaries(trajectories), s.atol, divergent))
-    report.write(s.output / "verification.json", result.to_json())
+    result.write(s.output / "verification.json")
     return result
 
 
@@ -129,14 +130,14 @@ def _evidence_trajectories(
 
 
 def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any = None) -> None:
-    with Live(report.progress(trajectories), console=out, refresh_per_second=8) as live:
+    with Live(terminal.progress(trajectories), console=out, refresh_per_second=8) as live:
         run_all(trajectories, s.jobs, s.timeout, lambda done: _accept(done, s),
-                lambda: live.update(report.progress(trajectories)), expand or (lambda done: []))  # fmt: skip
+                lambda: live.update(terminal.progress(trajectories)), expand or (lambda done: []))  # fmt: skip
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal
 
 
-def _accept(t: Trajectory, s: Settings) -> "Accepted":
+def _accept(t: Trajectory, s: Settings) -> Accepted:
     # Late: the checkers (weights_only, DCP) load once the first trainers run, not before they start.
     from resumeproof.verify import accept
 
@@ -155,37 +156,49 @@ def _result(
     s: Settings, trajectories: list[Trajectory], evaluated: "Evaluated | None", error: str | None
 ) -> Verification:
     summaries = _summaries(trajectories)
-    meta = summaries.get(CONTINUOUS, {}).get(protocol.META)
-    environment = report.environment(meta if isinstance(meta, dict) else {})  # meta: any JSON
-    gpus = gpus_differ(summaries)
-    if gpus:
-        environment["gpus"] = gpus
     result = Verification(
-        error=error, train_cmd=s.train_cmd, resume_cmd=s.resume_cmd, protocol=protocol.PROTOCOL, steps=s.steps,
-        interrupt_at=s.points, segments=s.segments, atol=s.atol,
+        error=error,
+        train_cmd=s.train_cmd,
+        resume_cmd=s.resume_cmd,
+        protocol=protocol.PROTOCOL,
+        steps=s.steps,
+        interrupt_at=s.points,
+        segments=s.segments,
+        atol=s.atol,
         allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
-        environment=environment,
-        trajectories={t.name: report.trajectory_record(t) for t in trajectories},
+        environment=environment.of(summaries),
+        trajectories={t.name: _record(t) for t in trajectories},
         parts=declared_parts(summaries[CONTINUOUS]) or () if CONTINUOUS in summaries else (),
-    )  # fmt: skip
+    )
     if evaluated is None:
         return result
     checkpoints = [t.accepted.checkpoint.check(t.name) for t in trajectories if t.accepted is not None]
     return replace(
-        result, checks=checkpoints + evaluated.checks, resumes=evaluated.resumes, negative=evaluated.negative,
-        faults=evaluated.faults, determinism=evaluated.determinism, nonfinite=evaluated.nonfinite,
-        coverage=evaluated.coverage, next_lr=evaluated.next_lr,
-    )  # fmt: skip
+        result,
+        checks=checkpoints + evaluated.checks,
+        resumes=evaluated.resumes,
+        negative=evaluated.negative,
+        faults=evaluated.faults,
+        determinism=evaluated.determinism,
+        nonfinite=evaluated.nonfinite,
+        coverage=evaluated.coverage,
+        next_lr=evaluated.next_lr,
+    )
 
 
-def gpus_differ(summaries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-    """Each trajectory's `meta.gpu` when they are not all the same: a resume across GPUs, drivers or
-    libraries is another claim than a resume on one machine, and the report says so."""
-    gpus = {}
-    for name, summary in summaries.items():
-        meta = summary.get(protocol.META)
-        gpus[name] = meta.get("gpu") if isinstance(meta, dict) else None
-    return gpus if len({protocol.dumps(gpu) for gpu in gpus.values()}) > 1 else None
+def _record(t: Trajectory) -> TrajectoryRecord:
+    """One process as it ran, with the checkpoint it was accepted with."""
+    checkpoint = t.accepted.checkpoint if t.accepted is not None else None
+    return TrajectoryRecord(
+        argv=tuple(t.argv),
+        status=t.status,
+        exit_code=t.exit_code,
+        wall_seconds=t.seconds,
+        checkpoint_sha256=checkpoint.sha256 if checkpoint else None,
+        checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (),
+        log=str(t.log),
+        error=t.error,
+    )
 
 
 def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:

@@ -1,11 +1,11 @@
 """`resumeproof check`: whether a checkpoint someone sent loads under torch.load(weights_only=True), told
 without torch and without running a byte of it.
 
-A path is a file (a torch.save archive), a DCP directory, or a framework's checkpoint directory. A
-file is held to the torch-free weights_only check; a directory has every file classified by its
-bytes (common/checkpoint_files.py), pickles that can run code and files of unknown kind refused
-unless allowed by name. A sidecar beside it (`PATH.sha256`, as the protocol writes) is verified
-when present: file for file for a directory, and then the directory may hold nothing else.
+A path is a file (a torch.save archive), a DCP directory, or a framework's checkpoint directory, judged
+as the verifier judges its own trajectories' checkpoints (verify/admission.py): a file by the torch-free
+weights_only check, a directory by every file's kind. A sidecar beside it (`PATH.sha256`, as the protocol
+writes) is verified when present: file for file for a directory, and then the directory may hold nothing
+else.
 """
 
 from dataclasses import dataclass
@@ -13,10 +13,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import fingerprint, manifest, weights_only
+from resumeproof.common import fingerprint, weights_only
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
-from resumeproof.common.checkpoint_files import FileInfo, classify, refusal
+from resumeproof.common.checkpoint_files import FileInfo
 from resumeproof.common.errors import one_line
+from resumeproof.verify import admission
 
 
 class Verdict(StrEnum):
@@ -49,8 +50,15 @@ class Vetted:
         return ", ".join(f"{n} {kind}" for kind, n in kinds.items())
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "verdict": str(self.verdict), "kind": self.kind, "tensors": self.tensors,
-                "sidecar": self.sidecar, "reason": self.reason, "files": [f.entry() for f in self.files]}  # fmt: skip
+        return {
+            "path": str(self.path),
+            "verdict": str(self.verdict),
+            "kind": self.kind,
+            "tensors": self.tensors,
+            "sidecar": self.sidecar,
+            "reason": self.reason,
+            "files": [f.entry() for f in self.files],
+        }
 
 
 def vet(path: Path, allow: Allowances = NONE_ALLOWED) -> Vetted:
@@ -58,35 +66,18 @@ def vet(path: Path, allow: Allowances = NONE_ALLOWED) -> Vetted:
     if not path.exists() and not path.is_symlink():
         return Vetted(path=path, verdict=Verdict.UNREADABLE, reason="no such file or directory")
     try:
-        return _directory(path, allow) if path.is_dir() else _file(path)
+        kind = "directory" if path.is_dir() else "file"
+        signed = fingerprint.sidecar(path).exists()
+        found = admission.admit(path, allow, sidecar=signed)
     except OSError as err:
         return Vetted(path=path, verdict=Verdict.UNREADABLE, reason=one_line(err))
-
-
-def _file(path: Path) -> Vetted:
-    data = path.read_bytes() if path.stat().st_size <= weights_only.READ_WHOLE else None
-    signed = fingerprint.sidecar(path).exists()
-    try:
-        if signed:
-            fingerprint.verify(path, data)
-        checked = weights_only.check(path, data)
     except (fingerprint.FingerprintError, weights_only.WeightsOnlyError) as err:
-        return Vetted(path=path, verdict=Verdict.REFUSED, kind="file", sidecar=signed, reason=one_line(err))
-    return Vetted(path=path, verdict=Verdict.ACCEPTED, kind="torch", tensors=checked.tensors, sidecar=signed)
-
-
-def _directory(path: Path, allow: Allowances) -> Vetted:
-    signed = fingerprint.sidecar(path).exists()
-    try:
-        listed = manifest.verify(path)[1] if signed else None
-        digests = listed or {name: fingerprint.sha256_file(path / name) for name in manifest.files(path)}
-    except manifest.ManifestError as err:
-        return Vetted(path=path, verdict=Verdict.REFUSED, kind="directory", sidecar=signed, reason=one_line(err))
-    files = tuple(classify(path / name, name, sha, allow) for name, sha in digests.items())
-    refused = [f for f in files if f.refused]
-    if not files or refused:
-        reason = refusal(refused[0]) if refused else "an empty directory holds no checkpoint"
-        return Vetted(path=path, verdict=Verdict.REFUSED, kind="directory", sidecar=signed, files=files,
-                      reason=f"{path}/{reason}" if refused else reason)  # fmt: skip
-    return Vetted(path=path, verdict=Verdict.ACCEPTED, kind="directory", sidecar=signed, files=files,
-                  tensors=sum(f.tensors or 0 for f in files))  # fmt: skip
+        return Vetted(path=path, verdict=Verdict.REFUSED, kind=kind, sidecar=signed, reason=one_line(err))
+    if found.refusal is not None:
+        return Vetted(
+            path=path, verdict=Verdict.REFUSED, kind=kind, sidecar=signed, files=found.files, reason=found.refusal
+        )
+    accepted = "torch" if kind == "file" else kind  # an accepted file is a torch.save archive
+    return Vetted(
+        path=path, verdict=Verdict.ACCEPTED, kind=accepted, tensors=found.tensors, sidecar=signed, files=found.files
+    )

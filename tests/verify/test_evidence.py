@@ -5,7 +5,7 @@ import copy
 from resumeproof.common.protocol import STANDARD_PARTS
 from resumeproof.verify import evidence
 from resumeproof.verify.diagnosis import Context
-from resumeproof.verify.result import Diagnosis
+from resumeproof.verify.findings import Diagnosis
 
 
 def summary(noise: float = 0.0) -> dict:

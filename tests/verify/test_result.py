@@ -5,9 +5,9 @@ import json
 import pytest
 
 from resumeproof.common.protocol import CheckKind
-from resumeproof.verify import junit, markdown, report
+from resumeproof.verify import junit, markdown, terminal
 from resumeproof.verify.result import Verification
-from resumeproof.verify.verification import gpus_differ
+from resumeproof.verify.environment import gpus_differ
 from tests.helpers import REPO
 
 OLD = sorted((REPO / "tests" / "data" / "verification-0.1").glob("*.json"))
@@ -26,7 +26,7 @@ def test_a_document_written_before_checks_carried_their_identity_still_reads_and
         assert v.full_resume.diagnosis.named == full["diagnosis"]["lost"]
     junit.write(tmp_path / "junit.xml", v, path)
     assert markdown.summary(v, path).startswith("## resumeproof: ")
-    assert report.verdict_line(v)
+    assert terminal.verdict_line(v)
 
 
 def kept(new, old):
@@ -51,5 +51,5 @@ def test_trajectories_on_different_gpus_are_reported_as_a_resume_across_them():
     other = {"continuous": {"meta": {"gpu": h200}}, "resumed": {"meta": {"gpu": a100}}}
     found = gpus_differ(other)
     assert found == {"continuous": h200, "resumed": a100}
-    note = report.gpu_note(Verification(error=None, train_cmd="t", environment={"gpus": found}))
+    note = terminal.gpu_note(Verification(error=None, train_cmd="t", environment={"gpus": found}))
     assert note is not None and "NVIDIA H200, 580.65" in note and "resumed: NVIDIA A100" in note

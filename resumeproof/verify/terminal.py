@@ -1,26 +1,43 @@
-"""What the verifier shows and keeps: rich tables on stderr, verification.json on disk, both from one `Verification`."""
+"""What the verifier shows on the terminal: the live progress of its processes, then the report of one
+`Verification` or `ChaosResult` (rich tables and one-line notes on stderr, the verdict last)."""
 
-import platform
 import time
 from collections import Counter
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from resumeproof.common import fingerprint, protocol
 from resumeproof.common.protocol import CheckKind
-from resumeproof.verify.result import CONCORDANT, ChaosResult, Check, TrajectoryRecord, Verification, diagnosed
+from resumeproof.verify.chaos_result import ChaosResult
+from resumeproof.verify.findings import CONCORDANT, Check, Resume, diagnosed
+from resumeproof.verify.result import Verification
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory
 
 STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
 # check -> column header of the fault matrix (short, so that it fits 80 columns)
 FAULT_COLUMNS = {
-    "step": "step", "history": "hist", "history.rows": "rows", "history.lr": "lr", "history.loss": "loss",
-    "state": "state", "next": "next", "eval": "eval",
-}  # fmt: skip
+    "step": "step",
+    "history": "hist",
+    "history.rows": "rows",
+    "history.lr": "lr",
+    "history.loss": "loss",
+    "state": "state",
+    "next": "next",
+    "eval": "eval",
+}
+# the rows of the comparison table: each reads one measure off a resume
+COMPARISON_ROWS: tuple[tuple[str, Callable[[Resume], Any]], ...] = (
+    ("max |Δ| state (weights, moments, ...)", lambda r: r.max_state_deviation),
+    ("max |Δ| anywhere (floats)", lambda r: r.max_deviation),
+    ("mismatches", lambda r: r.mismatches),
+    ("final MSE", lambda r: r.final_mse),
+    ("MSE deviation", lambda r: r.mse_deviation),
+    ("first mismatch", lambda r: r.first_mismatch),
+    ("verdict", lambda r: r.verdict),
+)
 
 
 def console() -> Console:
@@ -48,44 +65,6 @@ def progress(trajectories: list[Trajectory]) -> Table:
     return table
 
 
-def trajectory_record(t: Trajectory) -> TrajectoryRecord:
-    checkpoint = t.accepted.checkpoint if t.accepted is not None else None
-    return TrajectoryRecord(
-        argv=tuple(t.argv), status=t.status, exit_code=t.exit_code, wall_seconds=t.seconds,
-        checkpoint_sha256=checkpoint.sha256 if checkpoint else None,
-        checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (), log=str(t.log),
-        error=t.error,
-    )  # fmt: skip
-
-
-def environment(meta: dict[str, Any]) -> dict[str, Any]:
-    """The verifier's interpreter and packages; threads, dtype, device and GPU as the trainer reports them."""
-    return {
-        "resumeproof": _version("resumeproof"),
-        "python": platform.python_version(),
-        "torch": _version("torch"),
-        "numpy": _version("numpy"),
-        "platform": platform.platform(),
-        "threads": meta.get("threads"),
-        "dtype": meta.get("dtype"),
-        "device": meta.get("device"),
-        "gpu": meta.get("gpu"),
-    }
-
-
-def _version(package: str) -> str | None:
-    from importlib import metadata  # late: about 30 ms, and the first trainers need not wait for it
-
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
-def write(path: Path, document: dict) -> None:
-    fingerprint.write_atomic(path, protocol.dumps(document).encode())
-
-
 def _fmt(value: Any) -> str:
     return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
 
@@ -97,17 +76,8 @@ def comparison_table(v: Verification) -> Table:
     table.add_column("")
     table.add_column("full resume", justify="right")
     table.add_column("resume without RNG (negative control)", justify="right")
-    rows = [
-        ("max |Δ| state (weights, moments, ...)", "max_state_deviation"),
-        ("max |Δ| anywhere (floats)", "max_deviation"),
-        ("mismatches", "mismatches"),
-        ("final MSE", "final_mse"),
-        ("MSE deviation", "mse_deviation"),
-        ("first mismatch", "first_mismatch"),
-        ("verdict", "verdict"),
-    ]
-    for label, key in rows:
-        table.add_row(label, _fmt(getattr(full, key)), _fmt(getattr(negative, key)))
+    for label, measure in COMPARISON_ROWS:
+        table.add_row(label, _fmt(measure(full)), _fmt(measure(negative)))
     return table
 
 
