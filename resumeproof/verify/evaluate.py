@@ -5,6 +5,9 @@ comparison says so and no part is blamed. Otherwise every run that differs from 
 gets a diagnosis (verify/diagnosis.py), confirmed by the probes where the rules cannot tell; every
 run that must differ is also held against the full resume, so that a fault or a negative control
 that computed exactly what the full resume computed is reported as such.
+
+`evaluate` hands each trajectory to the function of its expectation: a history prefix, a resume that
+must be concordant, the negative control, a fault.
 """
 
 from collections.abc import Mapping
@@ -13,7 +16,7 @@ from typing import Any
 
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
-from resumeproof.common.protocol import CONTINUOUS, REPEAT, RESUMED, RESUMED_NO_RNG, CheckId, CheckKind
+from resumeproof.common.protocol import CONTINUOUS, REPEAT, RESUMED, CheckId, CheckKind
 from resumeproof.verify import evidence, points
 from resumeproof.verify.compare import Comparison, compare, compare_keys, merge
 from resumeproof.verify.diagnosis import Context, diagnose, identical
@@ -23,11 +26,14 @@ from resumeproof.verify.findings import CONCORDANT, DIVERGENT, Check, Coverage, 
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.trajectories import Trajectory
 
+Summaries = Mapping[str, dict[str, Any]]
 NO_RANDOM_STATE = Diagnosis(
-    lost=(), rule="identical-to-full-resume", step=None,
+    lost=(),
+    rule="identical-to-full-resume",
+    step=None,
     evidence="the resume without RNG restore equals the full resume bit for bit",
     explanation="the checkpoint restores no random state, or the trainer ignores --omit-rng-restore",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -42,67 +48,146 @@ class Evaluated:
     next_lr: Any
 
 
+@dataclass(frozen=True, kw_only=True)
+class Against:
+    """What every trajectory is held against: the continuous run, the evidence so far, and how to compare."""
+
+    summaries: Summaries
+    atol: float
+    parts: tuple[str, ...]  # the trainer's declared parts, or the standard set
+    epoch_starts: frozenset[int]  # updates that begin an epoch
+    determinism: Determinism
+    found: Evidence
+
+    @property
+    def continuous(self) -> dict[str, Any]:
+        return self.summaries[CONTINUOUS]
+
+    def context(self, e: Expectation) -> Context:
+        return Context(resumed_at=e.resumed_at, parts=self.parts, epoch_starts=self.epoch_starts, atol=self.atol)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Held:
+    """What one trajectory adds to the evaluation: its check, and its entry where it has one."""
+
+    check: Check
+    resume: Resume | None = None  # a resume that must be concordant
+    negative: Resume | None = None  # the negative control
+    fault: tuple[str, Fault] | None = None  # the part a fault omits, and how it was caught
+    nonfinite: tuple[str, ...] = ()  # paths in `state` where both runs hold the same infinity
+
+
 def evaluate(
-    trajectories: list[Trajectory], summaries: Mapping[str, dict[str, Any]], atol: float, parts: tuple[str, ...],
+    trajectories: list[Trajectory],
+    summaries: Summaries,
+    atol: float,
+    parts: tuple[str, ...],
     found: Evidence | None = None,
-) -> Evaluated:  # fmt: skip
+) -> Evaluated:
     """Check every expectation against the continuous run, with the evidence gathered so far."""
     cont = summaries[CONTINUOUS]
     tried = [k for t in trajectories if (k := _point(t)) is not None]
     cover = points.untried(cont["history"], tried, len(cont["history"]))
-    starts = frozenset(k + 1 for k in cover.epoch_boundaries or ())
     judged = [t for t in trajectories if t.expectation is not None and t.expectation.makes_check]
     prefix = next(((t.name, summaries[t.name]) for t in judged if _prefix_fails(t, cont, summaries, atol)), None)
     found = found or Evidence()
     det = evidence.determinism(cont, found.repeat, prefix, atol)
-    checks, resumes, faults, nonfinite = [], {}, {}, set()
-    negative: Resume | None = None
-    for t in judged:
-        e, other = t.expectation, summaries[t.name]
-        assert e is not None
-        if e.kind is Expect.PREFIX:
-            result = compare(other["history"], cont["history"][: e.steps], atol, "history")
-            checks.append(_check(e, result.concordant, result, None if result.concordant else _why(det, None)))
-            continue
-        parts_of = compare_keys(cont, other, protocol.COMPARED_KEYS, atol)
-        result = merge(parts_of.values())
-        nonfinite.update(result.nonfinite)
-        context = Context(resumed_at=e.resumed_at, parts=parts, epoch_starts=starts, atol=atol)
-        same_as_full = e.kind is Expect.DIVERGENT and identical(summaries[RESUMED], other)
-        why = _diagnosis(t, cont, other, context, found, same_as_full, summaries) if not result.concordant or (
-            same_as_full and t.name == RESUMED_NO_RNG) else None  # fmt: skip
-        why = _why(det, why) if not result.concordant or why else None
-        passed = result.concordant == (e.kind is Expect.CONCORDANT)
-        checks.append(_check(e, passed, result, why if not passed or e.kind is Expect.DIVERGENT else None))
-        if e.is_fault:
-            faults[e.part or ""] = _fault(e, passed, result, why, same_as_full)
-            continue
-        entry = _resume(
-            cont, other, result, parts_of["state"], why, same_as_full if e.kind is Expect.DIVERGENT else None
-        )
-        if t.name == RESUMED_NO_RNG:
-            negative = entry
-        else:
-            resumes[t.name] = entry
+    starts = frozenset(k + 1 for k in cover.epoch_boundaries or ())
+    against = Against(summaries=summaries, atol=atol, parts=parts, epoch_starts=starts, determinism=det, found=found)
+    held = {t.name: _hold(t, against) for t in judged}
+    checks = [h.check for h in held.values()]
     if det.repeated or det.deterministic is False:
         checks.append(_determinism_check(det))
+    negative = next((h.negative for h in held.values() if h.negative is not None), None)
     assert negative is not None, "the plan always holds the negative control"
-    return Evaluated(checks, resumes, negative, faults, det, cover, tuple(sorted(nonfinite)), cont["next"]["lr"])
+    return Evaluated(
+        checks=checks,
+        resumes={name: h.resume for name, h in held.items() if h.resume is not None},
+        negative=negative,
+        faults=dict(h.fault for h in held.values() if h.fault is not None),
+        determinism=det,
+        coverage=cover,
+        nonfinite=tuple(sorted({path for h in held.values() for path in h.nonfinite})),
+        next_lr=cont["next"]["lr"],
+    )
 
 
-def _diagnosis(
-    t: Trajectory, cont: dict, other: dict, context: Context, found: Evidence, same_as_full: bool,
-    summaries: Mapping[str, dict[str, Any]],
-) -> Diagnosis | None:  # fmt: skip
-    """Why a run differs (or, for the negative control, why it does not), from the summaries and the probes."""
-    if t.name == RESUMED_NO_RNG and same_as_full:
-        interrupted = summaries.get(protocol.INTERRUPTED)
-        weak = evidence.no_power(interrupted, found.seeded, context.resumed_at, context.parts) if interrupted else None
-        return weak or NO_RANDOM_STATE
-    why = diagnose(cont, other, context)
-    if why is not None and t.name == RESUMED:
-        why = evidence.confirm(why, other, found.probes)
-    return why
+def _hold(t: Trajectory, against: Against) -> Held:
+    """The function of the trajectory's expectation: by its kind, and a divergent one by its check's kind."""
+    e = t.expectation
+    assert e is not None
+    if e.kind is Expect.PREFIX:
+        return _prefix(t, e, against)
+    if e.kind is Expect.CONCORDANT:
+        return _concordant(t, e, against)
+    return _fault(t, e, against) if e.is_fault else _negative_control(t, e, against)
+
+
+def _prefix(t: Trajectory, e: Expectation, a: Against) -> Held:
+    """An interrupted run or a chain's segment: its history is the continuous run's first records."""
+    result = compare(a.summaries[t.name]["history"], a.continuous["history"][: e.steps], a.atol, "history")
+    return Held(check=_check(e, result.concordant, result, None if result.concordant else _why(a.determinism, None)))
+
+
+def _concordant(t: Trajectory, e: Expectation, a: Against) -> Held:
+    """A resume that must equal the continuous run; where it does not, why (the primary one confirmed by the
+    probes)."""
+    other = a.summaries[t.name]
+    parts_of, result = _compared(a, other)
+    why = None
+    if not result.concordant:
+        why = diagnose(a.continuous, other, a.context(e))
+        if why is not None and t.name == RESUMED:
+            why = evidence.confirm(why, other, a.found.probes)
+        why = _why(a.determinism, why)
+    resume = _resume(a.continuous, other, result, parts_of["state"], why, None)
+    return Held(check=_check(e, result.concordant, result, why), resume=resume, nonfinite=tuple(result.nonfinite))
+
+
+def _negative_control(t: Trajectory, e: Expectation, a: Against) -> Held:
+    """The resume without RNG restore must diverge; one that equals the full resume bit for bit says why it
+    cannot (no random state restored, or generators unused before the point)."""
+    other = a.summaries[t.name]
+    parts_of, result = _compared(a, other)
+    same_as_full = identical(a.summaries[RESUMED], other)
+    why = None
+    if same_as_full:
+        interrupted = a.summaries.get(protocol.INTERRUPTED)
+        weak = evidence.no_power(interrupted, a.found.seeded, e.resumed_at, a.parts) if interrupted else None
+        why = weak or NO_RANDOM_STATE
+    elif not result.concordant:
+        why = diagnose(a.continuous, other, a.context(e))
+    why = _why(a.determinism, why) if not result.concordant or why else None
+    negative = _resume(a.continuous, other, result, parts_of["state"], why, same_as_full)
+    return Held(
+        check=_check(e, not result.concordant, result, why), negative=negative, nonfinite=tuple(result.nonfinite)
+    )
+
+
+def _fault(t: Trajectory, e: Expectation, a: Against) -> Held:
+    """A resume without one part must diverge: the checks that caught it, and the part it is diagnosed as."""
+    other = a.summaries[t.name]
+    _, result = _compared(a, other)
+    why = None if result.concordant else _why(a.determinism, diagnose(a.continuous, other, a.context(e)))
+    passed = not result.concordant
+    fault = Fault(
+        detected=passed,
+        cause=FLAT_CAUSE if e.part == FLAT else f"{e.part} not restored",
+        caught_by=tuple(sorted(result.caught_by)),
+        first_mismatch=result.first_path,
+        max_deviation=result.max_abs_diff,
+        mismatches=result.count,
+        diagnosis=why,
+        identical_to_full_resume=identical(a.summaries[RESUMED], other),
+    )
+    return Held(check=_check(e, passed, result, why), fault=(e.part or "", fault), nonfinite=tuple(result.nonfinite))
+
+
+def _compared(a: Against, other: dict[str, Any]) -> tuple[dict[str, Comparison], Comparison]:
+    """Every compared key of the summary against the continuous run's, and all of them merged."""
+    parts_of = compare_keys(a.continuous, other, protocol.COMPARED_KEYS, a.atol)
+    return parts_of, merge(parts_of.values())
 
 
 def _why(det: Determinism, why: Diagnosis | None) -> Diagnosis | None:
@@ -110,7 +195,7 @@ def _why(det: Determinism, why: Diagnosis | None) -> Diagnosis | None:
     return evidence.not_deterministic(det) if det.deterministic is False else why
 
 
-def _prefix_fails(t: Trajectory, cont: dict, summaries: Mapping[str, dict[str, Any]], atol: float) -> bool:
+def _prefix_fails(t: Trajectory, cont: dict, summaries: Summaries, atol: float) -> bool:
     e = t.expectation
     if e is None or e.kind is not Expect.PREFIX:
         return False
@@ -125,39 +210,46 @@ def _point(t: Trajectory) -> int | None:
 
 def _check(e: Expectation, passed: bool, comparison: Comparison, why: Diagnosis | None) -> Check:
     first = comparison.mismatches[0] if comparison.mismatches else None
-    return Check(id=e.id, name=e.name, passed=passed, max_abs_diff=comparison.max_abs_diff,
-                 first_mismatch=first.path if first else None, detail=first.reason if first else None,
-                 diagnosis=why)  # fmt: skip
+    return Check(
+        id=e.id,
+        name=e.name,
+        passed=passed,
+        max_abs_diff=comparison.max_abs_diff,
+        first_mismatch=first.path if first else None,
+        detail=first.reason if first else None,
+        diagnosis=why,
+    )
 
 
 def _determinism_check(det: Determinism) -> Check:
     name = "the continuous run repeats itself exactly" if det.repeated else "the trainer is deterministic"
     return Check(
-        id=CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT if det.repeated else None), name=name,
-        passed=det.deterministic is not False, first_mismatch=det.first_mismatch, detail=det.detail,
+        id=CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT if det.repeated else None),
+        name=name,
+        passed=det.deterministic is not False,
+        first_mismatch=det.first_mismatch,
+        detail=det.detail,
         diagnosis=evidence.not_deterministic(det) if det.deterministic is False else None,
-    )  # fmt: skip
+    )
 
 
-def _fault(e: Expectation, passed: bool, result: Comparison, why: Diagnosis | None, same: bool) -> Fault:
-    return Fault(
-        detected=passed, cause=FLAT_CAUSE if e.part == FLAT else f"{e.part} not restored",
-        caught_by=tuple(sorted(result.caught_by)), first_mismatch=result.first_path,
-        max_deviation=result.max_abs_diff, mismatches=result.count, diagnosis=why, identical_to_full_resume=same,
-    )  # fmt: skip
-
-
-def _resume(continuous: dict, other: dict, full: Comparison, state: Comparison, why: Diagnosis | None,
-            same: bool | None) -> Resume:  # fmt: skip
+def _resume(
+    continuous: dict, other: dict, full: Comparison, state: Comparison, why: Diagnosis | None, same: bool | None
+) -> Resume:
     """How far a resume lands from the continuous run, and why it differs where it does."""
     mse, reference = _mse(other), _mse(continuous)
     numbers = protocol.is_number(mse) and protocol.is_number(reference)
     return Resume(
-        verdict=CONCORDANT if full.concordant else DIVERGENT, max_state_deviation=state.max_abs_diff,
-        max_deviation=full.max_abs_diff, final_mse=mse if protocol.is_number(mse) else None,
-        mse_deviation=abs(mse - reference) if numbers else None, mismatches=full.count,
-        first_mismatch=full.first_path, diagnosis=why, identical_to_full_resume=same,
-    )  # fmt: skip
+        verdict=CONCORDANT if full.concordant else DIVERGENT,
+        max_state_deviation=state.max_abs_diff,
+        max_deviation=full.max_abs_diff,
+        final_mse=mse if protocol.is_number(mse) else None,
+        mse_deviation=abs(mse - reference) if numbers else None,
+        mismatches=full.count,
+        first_mismatch=full.first_path,
+        diagnosis=why,
+        identical_to_full_resume=same,
+    )
 
 
 def _mse(summary: dict[str, Any]) -> Any:
