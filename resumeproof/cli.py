@@ -10,7 +10,6 @@ traceback). This module and everything the verify, chaos and check commands impo
 `flat export` and `verify --torch-load` import it, late.
 """
 
-import math
 import os
 import shlex
 import sys
@@ -20,8 +19,8 @@ from typing import Any
 
 import click
 
+from resumeproof.common import protocol
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
-from resumeproof.common.protocol import STANDARD_PARTS
 from resumeproof.verify import settings
 from resumeproof.verify.points import EPOCHS
 from resumeproof.verify.result import Verification
@@ -29,6 +28,14 @@ from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings, Set
 
 DEFAULT_TRAIN_CMD = shlex.join([sys.executable, "-B", "-m", "resumeproof.reference"])  # the packaged reference trainer
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+LONG_RUN = (
+    protocol.RESUME_FLAG,
+    protocol.AUTO,
+    protocol.UNTIL_STEP_FLAG,
+    protocol.CHECKPOINT_EVERY_FLAG,
+    protocol.PACE_FLAG,
+)
+LONG_RUN_FLAGS = " ".join(LONG_RUN)  # what a trainer under chaos accepts
 
 
 def _debug_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -79,13 +86,15 @@ def main() -> None:
 @click.option(
     "--faults", metavar="all|PART[,PART...]",
     help="Also resume once per omitted part, each must be caught: all (the parts the trainer declares in meta.parts, "
-    f"else {', '.join(STANDARD_PARTS)}), a list of parts, or flat.",
+    f"else {', '.join(protocol.STANDARD_PARTS)}), a list of parts, or flat.",
 )  # fmt: skip
 @click.option("--segments", multiple=True, metavar="N1,N2,...", help="Also run a chain of processes (repeatable).")
 @click.option(
-    "--check-cadence", is_flag=True,
-    help="Also run continuous with --checkpoint-every 1: writing a checkpoint every step must change nothing.",
-)  # fmt: skip
+    "--check-cadence",
+    is_flag=True,
+    help=f"Also run continuous with {protocol.CHECKPOINT_EVERY_FLAG} 1: writing a checkpoint every step must change "
+    "nothing.",
+)
 @click.option(
     "--repeat", is_flag=True,
     help="Always repeat the continuous run (it is repeated anyway when a comparison fails); a difference is exit 1.",
@@ -118,20 +127,28 @@ def run_verify(
     from resumeproof.verify.plot import INSTALL, available
     from resumeproof.verify.verification import verify
 
-    if not (math.isfinite(atol) and atol >= 0):
-        raise click.BadParameter(f"{atol} must be a finite number >= 0", param_hint="--atol")
+    asked = _parsed(
+        lambda: Settings(
+            output=output,
+            steps=steps,
+            points=settings.parse_points(interrupt_at, steps),
+            atol=atol,
+            train_cmd=settings.parse_train_cmd(train_cmd),
+            jobs=jobs,
+            timeout=timeout,
+            torch_load=torch_load,
+            faults=settings.parse_faults(faults),
+            segments=settings.parse_segments(segments, steps),
+            infer_points=interrupt_at == EPOCHS,
+            cadence=1 if check_cadence else 0,
+            plot=plot,
+            allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
+            resume_cmd=settings.parse_train_cmd(resume_cmd, "--resume-cmd") if resume_cmd else None,
+            repeat=repeat,
+        )
+    )
     if plot and not available():
         raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
-    asked = Settings(
-        output=output, steps=steps, points=_parsed(lambda: settings.parse_points(interrupt_at, steps)), atol=atol,
-        train_cmd=_parsed(lambda: settings.parse_train_cmd(train_cmd)), jobs=jobs, timeout=timeout,
-        torch_load=torch_load, faults=_parsed(lambda: settings.parse_faults(faults)),
-        segments=_parsed(lambda: settings.parse_segments(segments, steps)), infer_points=interrupt_at == EPOCHS,
-        cadence=1 if check_cadence else 0, plot=plot,
-        allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
-        resume_cmd=_parsed(lambda: settings.parse_train_cmd(resume_cmd, "--resume-cmd")) if resume_cmd else None,
-        repeat=repeat,
-    )  # fmt: skip
     out = terminal.console()
     with exit_on_error(_prog(), debug):
         try:
@@ -159,31 +176,41 @@ def _ci_reports(junit_xml: Path | None, summary_md: Path | None, result: "Verifi
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Directory for this test.")
 @click.option("--kills", type=click.IntRange(min=1), default=20, show_default=True, help="Signals to deliver.")
 @click.option("--steps", type=click.IntRange(min=2), default=30, show_default=True, help="The final global step.")
-@click.option("--checkpoint-every", type=click.IntRange(min=1), default=1, show_default=True, help="Cadence.")
+@click.option(
+    "--checkpoint-every",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Steps between generations (at least 1: signals are aimed inside their writes).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the instants and signals.")
-@click.option("--pace", type=click.FloatRange(min=0.001), default=0.05, show_default=True, help="Sleep per step.")
+@click.option(
+    "--pace", type=click.FloatRange(min=settings.MIN_PACE), default=0.05, show_default=True, help="Sleep per step."
+)
 @click.option("--timeout", type=click.FloatRange(min=1), default=120.0, show_default=True, help="Seconds per process.")
 @click.option(
-    "--train-cmd", default=DEFAULT_TRAIN_CMD,
-    help="Training command supporting --resume auto --until-step --checkpoint-every --pace.  [default: the reference]",
-)  # fmt: skip
+    "--train-cmd",
+    default=DEFAULT_TRAIN_CMD,
+    help=f"Training command supporting {LONG_RUN_FLAGS}.  [default: the reference]",
+)
 @click.option(
-    "--kill", type=click.Choice(("process", "rank")), default="process", show_default=True,
+    "--kill",
+    type=click.Choice((settings.PROCESS, settings.RANK)),
+    default=settings.PROCESS,
+    show_default=True,
     help="process: signal the trainer; rank: SIGKILL one worker of a torchrun --max-restarts launch.",
-)  # fmt: skip
+)
 @_debug_option
-def run_chaos(output, kills, steps, checkpoint_every, seed, pace, timeout, train_cmd, kill, debug) -> None:
+def run_chaos(train_cmd: str, debug: bool, **options: Any) -> None:
     """Kill, stop and snapshot a long run at random instants; it must lose nothing."""
     from resumeproof.verify import chaos, terminal
 
-    asked = chaos.Settings(
-        output=output, train=shlex.split(_parsed(lambda: settings.parse_train_cmd(train_cmd))), kills=kills,
-        steps=steps, checkpoint_every=checkpoint_every, seed=seed, pace=pace, timeout=timeout, kill=kill,
-    )  # fmt: skip
+    # every other option is a field of settings.ChaosSettings, under its own name
+    asked = _parsed(lambda: settings.ChaosSettings(train=shlex.split(settings.parse_train_cmd(train_cmd)), **options))
     out = terminal.console()
-    with exit_on_error(_prog(), debug), out.status(f"chaos: {kills} signals into a run of {steps} steps"):
+    with exit_on_error(_prog(), debug), out.status(f"chaos: {asked.kills} signals into a run of {asked.steps} steps"):
         result = chaos.run(asked)
-    result.write(output / "verification.json")
+    result.write(asked.output / "verification.json")
     terminal.print_chaos(out, result)
     sys.exit(EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
 

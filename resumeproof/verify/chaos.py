@@ -24,15 +24,15 @@ from typing import Any
 
 from resumeproof.common import losslog, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError, refuse_existing
-from resumeproof.common.protocol import CheckId, CheckKind
+from resumeproof.common.protocol import CONTINUOUS, OUTPUT_FLAG, STEPS_FLAG, CheckId, CheckKind
 from resumeproof.verify import accept
 from resumeproof.verify.chaos_result import ChaosResult
 from resumeproof.verify.compare import summaries
 from resumeproof.verify.findings import Check
+from resumeproof.verify.settings import RANK, ChaosSettings
 from resumeproof.verify.summary import read_summary
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)
-PROCESS, RANK = "process", "rank"  # what a kill targets: the trainer, or one worker of a torchrun group
 # torchrun's workers otherwise reuse the previous attempt's store without a prefix and a restarted
 # group often fails to connect (pytorch#135712); with it, each attempt gets a store of its own.
 RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
@@ -43,19 +43,6 @@ class ChaosError(ResumeproofError):
     """The chaos run could not be completed (exit 2)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    output: Path  # must not exist
-    train: list[str]  # the training command line the flags are appended to
-    kills: int  # signals to deliver
-    steps: int  # the final global step
-    checkpoint_every: int
-    seed: int  # of the instants and signals: the same seed, the same schedule
-    pace: float  # seconds the trainer sleeps after each update, so instants land inside training
-    timeout: float  # per trainer process (per group start, with kill="rank")
-    kill: str = PROCESS  # PROCESS: signal the trainer; RANK: SIGKILL one rank, torchrun restarts the group
-
-
 @dataclass
 class Outcome:
     kills: list[dict[str, Any]] = field(default_factory=list)
@@ -64,11 +51,11 @@ class Outcome:
     missing_generation: list[int] = field(default_factory=list)  # kills after which none was valid
 
 
-def run(s: Settings) -> ChaosResult:
+def run(s: ChaosSettings) -> ChaosResult:
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
-    reference = s.output / "continuous"
-    continuous = _start(s, [*s.train, "--steps", str(s.steps), "--output", str(reference)], "continuous")
+    reference = s.output / CONTINUOUS
+    continuous = _start(s, [*s.train, STEPS_FLAG, str(s.steps), OUTPUT_FLAG, str(reference)], CONTINUOUS)
     chooser, outcome, run_dir = random.Random(s.seed), Outcome(), s.output / "run"
     while True:
         seen = len(losslog.read(run_dir / losslog.NAME)[0])  # a reused pid must not match an old start
@@ -100,12 +87,13 @@ def run(s: Settings) -> ChaosResult:
         if _final(run_dir, s.steps):
             break
     if _wait(continuous, s.timeout) != 0:
-        raise ChaosError(f"the continuous reference run failed (log: {s.output / 'logs' / 'continuous.log'})")
+        raise ChaosError(f"the continuous reference run failed (log: {s.output / 'logs' / f'{CONTINUOUS}.log'})")
     return _report(s, outcome, run_dir, reference)
 
 
-def _strike_ranks(s: Settings, proc: subprocess.Popen, run_dir: Path, seen: int, chooser: random.Random,
-                  outcome: Outcome) -> None:  # fmt: skip
+def _strike_ranks(
+    s: ChaosSettings, proc: subprocess.Popen, run_dir: Path, seen: int, chooser: random.Random, outcome: Outcome
+) -> None:
     """SIGKILL one worker rank per instant; torchrun restarts the group, which logs a new start line."""
     while True:
         started = _start_line(run_dir, proc, seen, s.timeout)
@@ -151,20 +139,21 @@ def _check_generation(run_dir: Path, outcome: Outcome) -> None:
         outcome.missing_generation.append(len(outcome.kills))
 
 
-def _trainer_argv(s: Settings, run_dir: Path) -> list[str]:
+def _trainer_argv(s: ChaosSettings, run_dir: Path) -> list[str]:
     return [
-        *s.train, "--until-step", str(s.steps), "--output", str(run_dir), "--resume", "auto",
-        "--checkpoint-every", str(s.checkpoint_every), "--pace", str(s.pace),
-    ]  # fmt: skip
+        *s.train,
+        *(protocol.UNTIL_STEP_FLAG, str(s.steps), OUTPUT_FLAG, str(run_dir), protocol.RESUME_FLAG, protocol.AUTO),
+        *(protocol.CHECKPOINT_EVERY_FLAG, str(s.checkpoint_every), protocol.PACE_FLAG, str(s.pace)),
+    ]
 
 
-def _start(s: Settings, argv: list[str], name: str) -> subprocess.Popen:
+def _start(s: ChaosSettings, argv: list[str], name: str) -> subprocess.Popen:
     with open(s.output / "logs" / f"{name}.log", "wb") as log:
         env = {**os.environ, **RESTART_ENV}
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
 
 
-def _log(s: Settings, outcome: Outcome) -> Path:
+def _log(s: ChaosSettings, outcome: Outcome) -> Path:
     return s.output / "logs" / f"run-{outcome.starts - 1}.log"
 
 
@@ -241,7 +230,7 @@ def _final(run_dir: Path, steps: int) -> bool:
         return False
 
 
-def _report(s: Settings, outcome: Outcome, run_dir: Path, reference: Path) -> ChaosResult:
+def _report(s: ChaosSettings, outcome: Outcome, run_dir: Path, reference: Path) -> ChaosResult:
     final, cont = (read_summary(d / protocol.SUMMARY) for d in (run_dir, reference))
     concordance = summaries(cont, final, 1e-12)
     entries, broken = losslog.read(run_dir / losslog.NAME)
@@ -255,14 +244,15 @@ def _report(s: Settings, outcome: Outcome, run_dir: Path, reference: Path) -> Ch
         _check(f"all {s.kills} signals delivered", len(outcome.kills) == s.kills),
     )
     return ChaosResult(
-        checks=checks, first_mismatch=concordance.first_path, kills=tuple(outcome.kills),
-        trainer_starts=outcome.starts, replayed_steps=sum(1 for e in entries if e.get("replay")),
-        broken_log_lines=broken, kills_without_valid_generation=tuple(outcome.missing_generation),
-        settings={
-            "kills": s.kills, "steps": s.steps, "checkpoint_every": s.checkpoint_every, "seed": s.seed, "pace": s.pace,
-            "kill": s.kill,
-        },
-    )  # fmt: skip
+        checks=checks,
+        first_mismatch=concordance.first_path,
+        kills=tuple(outcome.kills),
+        trainer_starts=outcome.starts,
+        replayed_steps=sum(1 for e in entries if e.get("replay")),
+        broken_log_lines=broken,
+        kills_without_valid_generation=tuple(outcome.missing_generation),
+        settings=s.record(),
+    )
 
 
 def _check(name: str, passed: bool, first_mismatch: str | None = None) -> Check:

@@ -1,8 +1,14 @@
-"""What one verification is asked to do, parsed from the command line once and checked."""
+"""What one verification, or one chaos run, is asked to do: parsed from the command line once and checked.
 
+Each rule the command line checks is checked again by the settings object itself, with the same words: a
+value built in code is held to it as well.
+"""
+
+import math
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
@@ -12,6 +18,11 @@ from resumeproof.verify.points import EPOCHS
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
 FLAT = "flat"  # --faults flat: resume from the classic flat file of weights and Adam moments alone
+PROCESS, RANK = "process", "rank"  # what a chaos kill targets: the trainer, or one worker of a torchrun group
+MIN_PACE = 0.001  # seconds per update: a run that sleeps less leaves no instant to aim at
+# A cadence of 0 ("never": a generation only when a signal asks for one) leaves a SIGKILL nothing newer to
+# resume from than the last SIGTERM or SIGUSR1, and the instants aimed "inside a write" only the final one.
+NEEDS_CADENCE = "chaos needs a cadence >= 1: it aims signals inside the generations' writes and resumes from them"
 
 
 class SettingsError(ResumeproofError):
@@ -41,6 +52,23 @@ class Settings:
     resume_cmd: str | None = None  # --resume-cmd: what every resuming process runs instead (another world size)
     repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
 
+    def __post_init__(self) -> None:
+        at_least("--steps", self.steps, 2)
+        at_least("--jobs", self.jobs, 1)
+        at_least("--check-cadence", self.cadence, 0)
+        if not (math.isfinite(self.atol) and self.atol >= 0):
+            raise SettingsError("--atol", f"{self.atol} must be a finite number >= 0")
+        if not self.timeout > 0:  # NaN included
+            raise SettingsError("--timeout", f"{self.timeout} must be a number of seconds > 0")
+        if self.points or not self.infer_points:
+            _check_points(",".join(map(str, self.points)), self.points, self.steps)
+        for chain in self.segments:
+            _check_chain(",".join(map(str, chain)), chain, self.steps)
+        _check_parts(self.faults)
+        parse_train_cmd(self.train_cmd)
+        if self.resume_cmd is not None:
+            parse_train_cmd(self.resume_cmd, "--resume-cmd")
+
     @property
     def primary(self) -> int:
         """The point the negative control and the faults resume from."""
@@ -54,6 +82,45 @@ class Settings:
     def resume_command(self) -> list[str]:
         """The command of every process that resumes a checkpoint: --resume-cmd, else --train-cmd."""
         return shlex.split(self.resume_cmd or self.train_cmd)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChaosSettings:
+    """What `resumeproof chaos` is asked to do."""
+
+    output: Path  # must not exist
+    train: list[str]  # the training command line the flags are appended to
+    kills: int  # signals to deliver
+    steps: int  # the final global step
+    checkpoint_every: int
+    seed: int  # of the instants and signals: the same seed, the same schedule
+    pace: float  # seconds the trainer sleeps after each update, so instants land inside training
+    timeout: float  # per trainer process (per group start, with kill="rank")
+    kill: str = PROCESS  # PROCESS: signal the trainer; RANK: SIGKILL one rank, torchrun restarts the group
+
+    def __post_init__(self) -> None:
+        if not self.train:
+            raise SettingsError("--train-cmd", "is empty")
+        at_least("--kills", self.kills, 1)
+        at_least("--steps", self.steps, 2)
+        if not (math.isfinite(self.pace) and self.pace >= MIN_PACE):
+            raise SettingsError("--pace", f"{self.pace} must be a finite number of seconds >= {MIN_PACE}")
+        at_least("--timeout", self.timeout, 1)
+        if self.checkpoint_every < 1:
+            raise SettingsError("--checkpoint-every", f"{self.checkpoint_every}: {NEEDS_CADENCE}")
+        if self.kill not in (PROCESS, RANK):
+            raise SettingsError("--kill", f"{self.kill!r}: {PROCESS} or {RANK}")
+
+    def record(self) -> dict[str, Any]:
+        """What verification.json records of the settings."""
+        return {
+            "kills": self.kills,
+            "steps": self.steps,
+            "checkpoint_every": self.checkpoint_every,
+            "seed": self.seed,
+            "pace": self.pace,
+            "kill": self.kill,
+        }
 
 
 def parse_train_cmd(train_cmd: str, flag: str = "--train-cmd") -> str:
@@ -70,9 +137,13 @@ def parse_points(spec: str, steps: int) -> tuple[int, ...]:
     if spec == EPOCHS:
         return ()
     points = list(range(1, steps)) if spec == "all" else _ints(spec, "--interrupt-at")
+    _check_points(spec, points, steps)
+    return primary_first(points)
+
+
+def _check_points(spec: str, points: list[int] | tuple[int, ...], steps: int) -> None:
     if not points or any(not 1 <= k < steps for k in points) or len(set(points)) != len(points):
         raise SettingsError("--interrupt-at", f"{spec!r}: distinct points k with 1 <= k < --steps {steps}")
-    return primary_first(points)
 
 
 def primary_first(points: list[int] | tuple[int, ...]) -> tuple[int, ...]:
@@ -86,19 +157,33 @@ def parse_faults(spec: str | None) -> tuple[str, ...]:
     if not spec:
         return ()
     parts = [item.strip() for item in spec.split(",")]
+    _check_parts(parts)
+    return tuple(dict.fromkeys(parts))
+
+
+def _check_parts(parts: list[str] | tuple[str, ...]) -> None:
     malformed = [part for part in parts if not PART_NAME.fullmatch(part)]
     if malformed:
         shown = ", ".join(repr(part) for part in malformed)
         raise SettingsError("--faults", f"{shown}: a part is a lower-case name like {MODEL!r}; or {ALL}, {FLAT}")
-    return tuple(dict.fromkeys(parts))
 
 
 def parse_segments(specs: tuple[str, ...], steps: int) -> tuple[tuple[int, ...], ...]:
     chains = tuple(tuple(_ints(spec, "--segments")) for spec in specs)
     for spec, chain in zip(specs, chains, strict=True):
-        if len(chain) < 2 or min(chain) < 1 or sum(chain) != steps:
-            raise SettingsError("--segments", f"{spec!r}: at least two counts >= 1 that sum to --steps {steps}")
+        _check_chain(spec, chain, steps)
     return chains
+
+
+def _check_chain(spec: str, chain: tuple[int, ...], steps: int) -> None:
+    if len(chain) < 2 or min(chain) < 1 or sum(chain) != steps:
+        raise SettingsError("--segments", f"{spec!r}: at least two counts >= 1 that sum to --steps {steps}")
+
+
+def at_least(flag: str, value: float, minimum: float) -> None:
+    """The rule behind a flag with a minimum (NaN is below any)."""
+    if not value >= minimum:
+        raise SettingsError(flag, f"{value} is not >= {minimum}")
 
 
 def _ints(spec: str, flag: str) -> list[int]:

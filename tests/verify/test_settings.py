@@ -1,0 +1,124 @@
+"""What a verification or a chaos run is asked to do: the options parsed once, and every rule the command line
+checks held again by the settings object itself (a value built in code obeys it too)."""
+
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from resumeproof import cli
+from resumeproof.verify.settings import (
+    ChaosSettings,
+    Settings,
+    SettingsError,
+    parse_faults,
+    parse_points,
+    parse_segments,
+)
+
+VERIFY = {
+    "output": Path("/r"),
+    "steps": 10,
+    "points": (5,),
+    "atol": 1e-12,
+    "train_cmd": "t",
+    "jobs": 2,
+    "timeout": 60.0,
+}
+CHAOS = {"output": Path("/c"), "train": ["t"], "kills": 2, "steps": 6, "checkpoint_every": 1, "seed": 0}
+
+
+@pytest.mark.parametrize(
+    ("spec", "points"),
+    [("5", (5,)), ("1,4,6,9", (1, 4, 6, 9)), ("9,5,1", (5, 9, 1)), ("all", (5, 1, 2, 3, 4, 6, 7, 8, 9))],
+)
+def test_interruption_points_put_the_default_point_first_when_chosen(spec, points):
+    assert parse_points(spec, 10) == points
+
+
+@pytest.mark.parametrize("spec", ["0", "10", "3,3", "", "a,b"])
+def test_bad_interruption_points_are_refused(spec):
+    with pytest.raises(SettingsError):
+        parse_points(spec, 10)
+
+
+def test_faults_all_waits_for_the_parts_the_trainer_declares_and_duplicates_collapse():
+    assert parse_faults("all") == ("all",)  # resolved from meta.parts once the primary point ran
+    assert parse_faults("data,model,data") == ("data", "model")
+    assert parse_faults("weights,rng") == ("weights", "rng")  # a trainer's own part names
+    with pytest.raises(SettingsError, match="a part is a lower-case name"):
+        parse_faults("Weights!")
+
+
+def test_segments_must_sum_to_the_steps():
+    assert parse_segments(("3,3,4", "5,5"), 10) == ((3, 3, 4), (5, 5))
+    for bad in ("3,3", "10", "0,10", "4,-1,7"):
+        with pytest.raises(SettingsError):
+            parse_segments((bad,), 10)
+
+
+def refused_by_the_command(tmp_path, *args: str) -> str:
+    """The command's usage error (exit 2) for `args`, and nothing created."""
+    result = CliRunner().invoke(cli.main, [args[0], "--output", str(tmp_path / "out"), *args[1:]])
+    assert result.exit_code == 2, result.output
+    assert not (tmp_path / "out").exists()
+    return result.output
+
+
+@pytest.mark.parametrize(
+    ("flag", "given", "field", "value"),
+    [
+        ("--steps", "1", "steps", 1),
+        ("--jobs", "0", "jobs", 0),
+        ("--atol", "inf", "atol", math.inf),
+        ("--atol", "-1e-12", "atol", -1e-12),
+        ("--timeout", "0", "timeout", 0.0),
+        ("--timeout", "nan", "timeout", math.nan),
+        ("--interrupt-at", "10", "points", (10,)),
+        ("--segments", "3,3", "segments", ((3, 3),)),
+        ("--faults", "Model", "faults", ("Model",)),
+        ("--train-cmd", " ", "train_cmd", " "),
+    ],
+)
+def test_the_command_and_the_verification_settings_refuse_the_same_values(tmp_path, flag, given, field, value):
+    assert flag in refused_by_the_command(tmp_path, "verify", flag, given)
+    with pytest.raises(SettingsError) as refused:
+        Settings(**{**VERIFY, field: value})
+    assert refused.value.flag == flag
+
+
+def test_settings_inferring_their_points_may_hold_none_until_the_continuous_run_gives_them():
+    assert Settings(**{**VERIFY, "points": (), "infer_points": True}).points == ()
+    with pytest.raises(SettingsError, match="--interrupt-at"):
+        Settings(**{**VERIFY, "points": ()})
+
+
+@pytest.mark.parametrize(
+    ("flag", "given", "field", "value"),
+    [
+        ("--kills", "0", "kills", 0),
+        ("--steps", "1", "steps", 1),
+        ("--pace", "0", "pace", 0.0),
+        ("--pace", "nan", "pace", math.nan),
+        ("--timeout", "0.5", "timeout", 0.5),
+        ("--kill", "node", "kill", "node"),
+        ("--train-cmd", " ", "train", []),
+    ],
+)
+def test_the_command_and_the_chaos_settings_refuse_the_same_values(tmp_path, flag, given, field, value):
+    assert flag in refused_by_the_command(tmp_path, "chaos", flag, given)
+    with pytest.raises(SettingsError) as refused:
+        ChaosSettings(**{"pace": 0.05, "timeout": 60.0, **CHAOS, field: value})
+    assert refused.value.flag == flag
+
+
+@pytest.mark.parametrize("every", [0, -1])
+def test_chaos_refuses_a_run_without_a_cadence_and_says_why(tmp_path, every):
+    """0 is the trainer's "never": generations only when a signal asks. The chaos run aims its signals inside
+    the generations' writes and resumes each SIGKILL from one, so it needs a cadence."""
+    said = refused_by_the_command(tmp_path, "chaos", "--checkpoint-every", str(every))
+    assert "--checkpoint-every" in said and "chaos needs a cadence >= 1" in said
+    with pytest.raises(SettingsError, match="chaos needs a cadence >= 1") as refused:
+        ChaosSettings(**{"pace": 0.05, "timeout": 60.0, **CHAOS, "checkpoint_every": every})
+    assert refused.value.flag == "--checkpoint-every"
