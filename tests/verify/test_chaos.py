@@ -1,4 +1,5 @@
-"""A short chaos run: signals at seeded random instants, inside training and inside writes; nothing lost."""
+"""A short chaos run: signals at seeded random instants, inside training and inside writes; nothing lost
+(verify/chaos.py, and the verification.json of verify/chaos_result.py; its settings: tests/verify/test_settings.py)."""
 
 import json
 

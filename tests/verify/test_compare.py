@@ -5,7 +5,7 @@ import math
 import pytest
 
 from resumeproof.common.protocol import COMPARED_KEYS
-from resumeproof.verify.compare import MAX_REPORTED, compare, compare_keys, merge
+from resumeproof.verify.compare import MAX_REPORTED, check_of, compare, compare_keys, merge
 
 ATOL = 1e-12
 
@@ -138,3 +138,20 @@ def test_nan_never_matches_and_different_infinities_do_not_match_even_inside_sta
 def test_a_non_finite_loss_still_fails_even_when_both_runs_have_it():
     result = merge(compare_keys(summary_with({}, math.inf), summary_with({}, math.inf), COMPARED_KEYS, ATOL).values())
     assert not result.concordant and result.first_path == "history[0].loss"
+
+
+@pytest.mark.parametrize(
+    ("path", "check"),
+    [
+        ("history[5].loss", "history.loss"),
+        ("history[5].rows[0]", "history.rows"),
+        ("history[2].override", "history.override"),
+        ("history", "history"),
+        ("history[3]", "history"),
+        ("state.params.0.weight[1][1]", "state"),
+        ("next.rng.python", "next"),
+        ("step", "step"),
+    ],
+)
+def test_each_mismatch_path_belongs_to_one_check(path, check):
+    assert check_of(path) == check

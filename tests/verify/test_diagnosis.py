@@ -1,11 +1,10 @@
-"""The diagnosis names the likely lost state; the epochs of a history are read off its row ids."""
+"""The diagnosis names the likely lost state, from the summaries alone and, end to end, from a verification."""
 
 import copy
 
 import pytest
 
 from resumeproof.common.protocol import STANDARD_PARTS
-from resumeproof.verify import points
 from resumeproof.verify.diagnosis import RULES, Context, diagnose, identical, part_for
 from tests.helpers import TRAINERS, read_verification, run_verify
 
@@ -17,8 +16,13 @@ def summary() -> dict:
         {"step": s, "rows": [2 * s, 2 * s + 1], "lr": 0.1 if s < 4 else 0.05, "loss": 1.0 / s} for s in range(1, 7)
     ]
     state = {"model": [0.5, -0.25], "optimizer": {"state": {"0": {"step": 6.0}}}, "scheduler": {"last_epoch": 6}}
-    return {"step": 6, "history": history, "state": state, "next": {"lr": 0.05, "rng": {"numpy": 0.3, "torch": 0.7}},
-            "eval": {"mse": 0.1}}  # fmt: skip
+    return {
+        "step": 6,
+        "history": history,
+        "state": state,
+        "next": {"lr": 0.05, "rng": {"numpy": 0.3, "torch": 0.7}},
+        "eval": {"mse": 0.1},
+    }
 
 
 def changed(edit, base=None) -> dict:
@@ -144,16 +148,31 @@ def test_another_loss_on_the_same_batch_names_no_part_it_could_be_the_model_or_a
 def test_a_name_of_the_same_kind_as_a_part_of_its_own_points_to_it():
     own = ("net", "opt", "ema", "scaler", "order", "rng-shuffle")
     assert [part_for(n, own) for n in ("params", "model", "optimizer", "data", "scale")] == [
-        "net", "net", "opt", "order", "scaler"]  # fmt: skip
+        "net",
+        "net",
+        "opt",
+        "order",
+        "scaler",
+    ]
     assert part_for("params", ("net", "weights")) is None  # two parts of the kind: no one of them is named
 
 
 @pytest.mark.parametrize(
     ("name", "part"),
-    [("params", "model"), ("scale", "scaler"), ("teacher", "ema"), ("optim", "optimizer"), ("sampler", "data"),
-     ("loss_scale", "scaler"), ("rng-numpy", "rng-numpy"), ("lr_sched", "scheduler"), ("n_averaged", "ema"),
-     ("weights_ema", None), ("foo", None)],
-)  # fmt: skip
+    [
+        ("params", "model"),
+        ("scale", "scaler"),
+        ("teacher", "ema"),
+        ("optim", "optimizer"),
+        ("sampler", "data"),
+        ("loss_scale", "scaler"),
+        ("rng-numpy", "rng-numpy"),
+        ("lr_sched", "scheduler"),
+        ("n_averaged", "ema"),
+        ("weights_ema", None),
+        ("foo", None),
+    ],
+)
 def test_names_map_to_declared_parts_only(name, part):
     assert part_for(name, (*STANDARD_PARTS, "scaler", "ema")) == part
     assert part_for("teacher", STANDARD_PARTS) is None  # ema not declared: no part to name
@@ -170,33 +189,6 @@ def test_every_rule_is_in_the_documented_table():
 def test_identical_means_bit_identical():
     assert identical(summary(), summary())
     assert not identical(summary(), changed(lambda s: s["state"]["model"].__setitem__(0, 0.5 + 1e-16)))
-
-
-# -- epochs read off a history ---------------------------------------------------------------------
-
-
-def history(rows_per_update: list[list[int]]) -> list[dict]:
-    return [{"step": i + 1, "rows": rows} for i, rows in enumerate(rows_per_update)]
-
-
-def test_epochs_are_where_every_row_has_been_seen_once():
-    perm = [[0, 5], [3, 1], [4, 2], [2, 0], [1, 5]]  # 6 rows, batch 2: an epoch is 3 updates
-    epochs = points.infer(history(perm))
-    assert (epochs.rows, epochs.boundaries) == (6, (3,))
-    assert epochs.points(5) == (1, 3, 4)  # the boundary, and the middle of each epoch
-
-
-@pytest.mark.parametrize(
-    ("rows", "why"),
-    [
-        ([[0, 1], [2, 3]], "no epoch is seen to complete"),  # the history may be shorter than an epoch
-        ([[0, 1], [1, 2], [0, 2]], "consumed twice"),  # not a shuffle without replacement
-        ([[], []], "consumed no rows"),
-    ],
-)
-def test_epochs_that_cannot_be_told_are_refused_with_the_reason(rows, why):
-    with pytest.raises(points.EpochError, match=why):
-        points.infer(history(rows))
 
 
 # -- end to end: a boundary bug, a resume that restores no random state -----------------------------

@@ -1,15 +1,12 @@
-"""What a verification runs and expects, decided before any process starts."""
+"""What a verification runs and expects, decided before any process starts (verify/plan.py, verify/expectation.py;
+the processes run by verify/trajectories.py and verify/verification.py are held in tests/e2e/test_verify_e2e.py)."""
 
 from pathlib import Path
 
-import pytest
-
 from resumeproof.common.protocol import CheckKind
 from resumeproof.verify import plan
-from resumeproof.verify.compare import check_of
 from resumeproof.verify.expectation import Expect
-from resumeproof.verify.plot import deviations
-from resumeproof.verify.settings import Settings, SettingsError, parse_faults, parse_points, parse_segments
+from resumeproof.verify.settings import Settings
 
 
 def settings(**overrides) -> Settings:
@@ -30,9 +27,15 @@ def test_the_default_plan_is_the_protocols_four_trajectories():
     assert [t.name for t in p] == ["continuous", "interrupted", "resumed", "resumed-no-rng"]
     assert [t.after for t in p] == [(), (), ("interrupted",), ("interrupted",)]
     assert p[3].argv == [
-        "t", "--steps", "5", "--output", "/r/resumed-no-rng", "--resume", "/r/interrupted/checkpoint.pt",
+        "t",
+        "--steps",
+        "5",
+        "--output",
+        "/r/resumed-no-rng",
+        "--resume",
+        "/r/interrupted/checkpoint.pt",
         "--omit-rng-restore",
-    ]  # fmt: skip
+    ]
     assert expected(p) == [Expect.PREFIX, Expect.CONCORDANT, Expect.DIVERGENT]
     assert p[0].expectation is None  # the continuous run is the reference
 
@@ -105,56 +108,3 @@ def test_the_cadence_run_writes_a_checkpoint_every_step():
     p = plan.build(settings(cadence=1))
     assert p[-1].argv[-2:] == ["--checkpoint-every", "1"]
     assert p[-1].expectation.generations
-
-
-@pytest.mark.parametrize(
-    ("spec", "points"),
-    [("5", (5,)), ("1,4,6,9", (1, 4, 6, 9)), ("9,5,1", (5, 9, 1)), ("all", (5, 1, 2, 3, 4, 6, 7, 8, 9))],
-)
-def test_interruption_points_put_the_default_point_first_when_chosen(spec, points):
-    assert parse_points(spec, 10) == points
-
-
-@pytest.mark.parametrize("spec", ["0", "10", "3,3", "", "a,b"])
-def test_bad_interruption_points_are_refused(spec):
-    with pytest.raises(SettingsError):
-        parse_points(spec, 10)
-
-
-def test_faults_all_waits_for_the_parts_the_trainer_declares_and_duplicates_collapse():
-    assert parse_faults("all") == ("all",)  # resolved from meta.parts once the primary point ran
-    assert parse_faults("data,model,data") == ("data", "model")
-    assert parse_faults("weights,rng") == ("weights", "rng")  # a trainer's own part names
-    with pytest.raises(SettingsError, match="a part is a lower-case name"):
-        parse_faults("Weights!")
-
-
-def test_segments_must_sum_to_the_steps():
-    assert parse_segments(("3,3,4", "5,5"), 10) == ((3, 3, 4), (5, 5))
-    for bad in ("3,3", "10", "0,10", "4,-1,7"):
-        with pytest.raises(SettingsError):
-            parse_segments((bad,), 10)
-
-
-@pytest.mark.parametrize(
-    ("path", "check"),
-    [
-        ("history[5].loss", "history.loss"),
-        ("history[5].rows[0]", "history.rows"),
-        ("history[2].override", "history.override"),
-        ("history", "history"),
-        ("history[3]", "history"),
-        ("state.params.0.weight[1][1]", "state"),
-        ("next.rng.python", "next"),
-        ("step", "step"),
-    ],
-)
-def test_each_mismatch_path_belongs_to_one_check(path, check):
-    assert check_of(path) == check
-
-
-def test_plot_deviation_is_per_step_over_loss_and_lr():
-    continuous = [{"step": 1, "loss": 1.0, "lr": 0.1}, {"step": 2, "loss": 2.0, "lr": 0.1}]
-    other = [{"step": 1, "loss": 1.0, "lr": 0.1}, {"step": 2, "loss": 2.5, "lr": 0.3}]
-    assert deviations(continuous, other) == ([1, 2], [0.0, pytest.approx(0.5)])
-    assert deviations(continuous, [{"step": 3, "loss": 0.0, "lr": 0.0}]) == ([], [])

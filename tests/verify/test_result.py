@@ -1,4 +1,5 @@
-"""The typed result: verification.json is written from it, read back into it, and older documents still read."""
+"""The typed result (verify/result.py, with verify/findings.py's objects): verification.json is written from it, read
+back into it, and older documents still read."""
 
 import json
 
@@ -7,7 +8,6 @@ import pytest
 from resumeproof.common.protocol import CheckKind
 from resumeproof.verify import junit, markdown, terminal
 from resumeproof.verify.result import Verification
-from resumeproof.verify.environment import gpus_differ
 from tests.helpers import REPO
 
 OLD = sorted((REPO / "tests" / "data" / "verification-0.1").glob("*.json"))
@@ -42,14 +42,3 @@ def kept(new, old):
 def test_a_document_read_and_written_again_keeps_every_value_it_had(path):
     document = json.loads(path.read_text())
     assert kept(Verification.from_json(document).to_json(), document) == document
-
-
-def test_trajectories_on_different_gpus_are_reported_as_a_resume_across_them():
-    h200, a100 = {"name": "NVIDIA H200", "driver": "580.65"}, {"name": "NVIDIA A100", "driver": "570.1"}
-    same = {"continuous": {"meta": {"gpu": h200}}, "resumed": {"meta": {"gpu": dict(h200)}}}
-    assert gpus_differ(same) is None and gpus_differ({"continuous": {"meta": None}, "resumed": {}}) is None
-    other = {"continuous": {"meta": {"gpu": h200}}, "resumed": {"meta": {"gpu": a100}}}
-    found = gpus_differ(other)
-    assert found == {"continuous": h200, "resumed": a100}
-    note = terminal.gpu_note(Verification(error=None, train_cmd="t", environment={"gpus": found}))
-    assert note is not None and "NVIDIA H200, 580.65" in note and "resumed: NVIDIA A100" in note

@@ -1,4 +1,5 @@
-"""--junit-xml and --summary-md: what a CI system's test view and job summary show, validated against JUnit's schema."""
+"""--junit-xml and --summary-md: what a CI system's test view and job summary show, validated against JUnit's schema
+(verify/junit.py, and verify/markdown.py from the same runs)."""
 
 import xml.etree.ElementTree as ET
 
