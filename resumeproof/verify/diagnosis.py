@@ -1,13 +1,13 @@
 """Name the state a resume lost only where the evidence points to it; otherwise say "unknown" and show the evidence.
 
-Determinism comes first (verify/determinism.py): a run that differs from itself is never diagnosed
+Determinism comes first (verify/evidence.py): a run that differs from itself is never diagnosed
 here. The rules read the summaries and follow cause before effect: at the first update where the
 runs differ, which fields of its record differ; then the counters of `state` that restarted; the
 generators whose next draw differs (under any key of `next`); the keys of `state` that differ when
 the history does not. A name found in the evidence (a history field, a `state` key, a counter's
 path) is mapped to one of the parts the trainer declares (`meta.parts`, or the standard set), and
 a part whose reported state equals the continuous run's is never named. docs/checks.md has the
-table; verify/probes.py confirms an unknown cause by resuming without each candidate part.
+table; the probes of verify/evidence.py confirm an unknown cause by resuming without each candidate part.
 """
 
 import re
@@ -232,12 +232,16 @@ def facts(reference: dict[str, Any], other: dict[str, Any], c: Context) -> Facts
     if not evidence:
         evidence = [f"{m.path}: {m.reason}" for m in compare(reference, other, c.atol).mismatches[:3]]
     return Facts(
-        step=step, fields=frozenset(fields), evidence=tuple(evidence),
+        step=step,
+        fields=frozenset(fields),
+        evidence=tuple(evidence),
         restarted=tuple(restarted(state_a, state_b, c.resumed_at, protocol.STATE)),
-        draws=tuple(p for p in c.parts if p in moved), state_keys=tuple(k for k in shared if k not in same),
-        equal_state=frozenset(same), equal_draws=frozenset(p for p in draws_a if p in draws_b and p not in moved),
+        draws=tuple(p for p in c.parts if p in moved),
+        state_keys=tuple(k for k in shared if k not in same),
+        equal_state=frozenset(same),
+        equal_draws=frozenset(p for p in draws_a if p in draws_b and p not in moved),
         differing=frozenset(differing),
-    )  # fmt: skip
+    )
 
 
 def _same(a: Any, b: Any, atol: float, path: str) -> bool:

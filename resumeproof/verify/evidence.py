@@ -31,8 +31,9 @@ class Evidence:
     seeded: Summary | None = None  # a run of 0 updates
 
 
-def determinism(continuous: Summary, repeat: Summary | None, prefix: tuple[str, Summary] | None,
-                atol: float) -> Determinism:  # fmt: skip
+def determinism(
+    continuous: Summary, repeat: Summary | None, prefix: tuple[str, Summary] | None, atol: float
+) -> Determinism:
     """Whether the runs that must be the same are: the continuous run and its repeat, and the first k
     updates of an interrupted run (`prefix`: its name and summary) and of the continuous one."""
     if repeat is not None:
@@ -40,18 +41,22 @@ def determinism(continuous: Summary, repeat: Summary | None, prefix: tuple[str, 
         if not result.concordant:
             step, _, _ = diagnosis.first_record(continuous["history"], repeat["history"], atol)
             detail = "the continuous run and a repeat of it, the same command, differ"
-            return Determinism(repeated=True, deterministic=False, first_step=step, first_mismatch=result.first_path,
-                               detail=detail)  # fmt: skip
+            return Determinism(
+                repeated=True, deterministic=False, first_step=step, first_mismatch=result.first_path, detail=detail
+            )
     if prefix is not None:
         name, other = prefix
         step, _, evidence = diagnosis.first_record(continuous["history"], other["history"], atol)
         detail = f"{name} differs from the continuous run before the resume point"
         if repeat is not None:  # the repeat is exact: the first k updates depend on how many were asked for
-            detail += (", while the continuous run repeats itself exactly: its updates depend on --steps "
-                       "(a schedule or a data order sized by the run length)")  # fmt: skip
+            detail += (
+                ", while the continuous run repeats itself exactly: its updates depend on --steps "
+                "(a schedule or a data order sized by the run length)"
+            )
         path = evidence[0].split(":")[0] if evidence else None
-        return Determinism(repeated=repeat is not None, deterministic=False, first_step=step, first_mismatch=path,
-                           detail=detail)  # fmt: skip
+        return Determinism(
+            repeated=repeat is not None, deterministic=False, first_step=step, first_mismatch=path, detail=detail
+        )
     return Determinism(repeated=repeat is not None, deterministic=True if repeat is not None else None)
 
 
@@ -59,10 +64,13 @@ def not_deterministic(d: Determinism) -> Diagnosis:
     """What every failed comparison says when the trainer differs from itself: no part is blamed."""
     where = f" at {d.first_mismatch}" if d.first_mismatch else ""
     return Diagnosis(
-        lost=(), rule="not-deterministic", step=d.first_step, evidence=f"{d.detail}{where}",
+        lost=(),
+        rule="not-deterministic",
+        step=d.first_step,
+        evidence=f"{d.detail}{where}",
         explanation="the trainer is not deterministic, so no resume can be judged; docs/checks.md lists the usual "
         "causes (hash seeds, unseeded generators, threads, CUDA atomics, cudnn.benchmark)",
-    )  # fmt: skip
+    )
 
 
 def candidates(continuous: Summary, resumed: Summary, c: Context) -> list[str]:
@@ -81,8 +89,9 @@ def confirm(found: Diagnosis, resumed: Summary, probes: Mapping[str, Summary]) -
     tried = ", ".join(probes)
     if len(same) == 1:
         explanation = f"a resume with --omit={same[0]} reproduces this run exactly: it was not restored"
-        return Diagnosis(lost=(same[0],), rule="reproduced", step=found.step, evidence=found.evidence,
-                         explanation=explanation)  # fmt: skip
+        return Diagnosis(
+            lost=(same[0],), rule="reproduced", step=found.step, evidence=found.evidence, explanation=explanation
+        )
     if same:
         explanation = f"a resume without any one of {', '.join(same)} reproduces this run exactly: one was not restored"
     else:
@@ -99,7 +108,10 @@ def no_power(interrupted: Summary, seeded: Summary | None, k: int, parts: tuple[
         return None
     names = ", ".join(at_k)
     return Diagnosis(
-        lost=(), rule="no-power", step=None, evidence=f"next draws of {names} at k = {k} equal those at step 0",
+        lost=(),
+        rule="no-power",
+        step=None,
+        evidence=f"next draws of {names} at k = {k} equal those at step 0",
         explanation=f"the generators were not used between seeding and k = {k}, so a resume without them cannot "
         "diverge here; try a later --interrupt-at, or epochs",
-    )  # fmt: skip
+    )

@@ -42,14 +42,21 @@ def reference(s: Settings, name: str = CONTINUOUS) -> Trajectory:
     if name == REPEAT:
         check = CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT)
         expect = Expectation(kind=Expect.REPEAT, id=check, name="the continuous run repeats itself exactly")
-    return Trajectory(name, argv, s.output / name, s.output / "logs" / f"{name}.log", expectation=expect,
-                      reports_step=s.steps)  # fmt: skip
+    return Trajectory(
+        name, argv, s.output / name, s.output / "logs" / f"{name}.log", expectation=expect, reports_step=s.steps
+    )
 
 
 def _trajectory(
-    s: Settings, name: str, steps: int, reports: int | None, expect: Expectation | None, extra: Sequence[str] = (),
-    after: str | None = None, prepare: tuple[tuple[str, ...], ...] = (),
-) -> Trajectory:  # fmt: skip
+    s: Settings,
+    name: str,
+    steps: int,
+    reports: int | None,
+    expect: Expectation | None,
+    extra: Sequence[str] = (),
+    after: str | None = None,
+    prepare: tuple[tuple[str, ...], ...] = (),
+) -> Trajectory:
     command = s.resume_command if after else s.command  # a process that resumes runs --resume-cmd
     argv = [*command, STEPS_FLAG, str(steps), OUTPUT_FLAG, str(s.output / name), *extra]
     log = s.output / "logs" / f"{name}.log"
@@ -100,8 +107,9 @@ def faults(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
     out = []
     for part in parts:
         check = CheckId(kind=CheckKind.FAULT, trajectory=f"{protocol.FAULT_PREFIX}{part}", part=part)
-        fault = Expectation(kind=Expect.DIVERGENT, id=check, name=f"resume without {part} diverges", part=part,
-                            resumed_at=s.primary)  # fmt: skip
+        fault = Expectation(
+            kind=Expect.DIVERGENT, id=check, name=f"resume without {part} diverges", part=part, resumed_at=s.primary
+        )
         if part == FLAT:  # the flat file is exported from the primary checkpoint first, in the same job
             flat = s.output / "inputs" / FLAT_FILE  # not in the fault's own --output, which must not exist
             export = (sys.executable, "-B", "-m", "resumeproof", "flat", "export", _resume(s, primary)[1], str(flat))
@@ -115,7 +123,7 @@ def faults(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
 
 def probes(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
     """Resumes from the primary point without one candidate part each: one that reproduces a failed resume
-    exactly is the evidence that names the part (verify/probes.py)."""
+    exactly is the evidence that names the part (verify/evidence.py)."""
     primary, rest = point_names(s.primary, True)[0], s.steps - s.primary
     out = []
     for part in parts:
@@ -142,12 +150,17 @@ def _chains(s: Settings) -> list[Trajectory]:
             label = f"chain {','.join(map(str, chain))} segment {j}"
             if done < s.steps:
                 check = CheckId(kind=CheckKind.PREFIX, trajectory=name)
-                expect = Expectation(kind=Expect.PREFIX, id=check, name=f"{label}: history = first {done} records",
-                                     steps=done)  # fmt: skip
+                expect = Expectation(
+                    kind=Expect.PREFIX, id=check, name=f"{label}: history = first {done} records", steps=done
+                )
             else:
                 check = CheckId(kind=CheckKind.RESUME, trajectory=name)
-                expect = Expectation(kind=Expect.CONCORDANT, id=check, name=f"{label} concordant with continuous",
-                                     resumed_at=done - steps)  # fmt: skip
+                expect = Expectation(
+                    kind=Expect.CONCORDANT,
+                    id=check,
+                    name=f"{label} concordant with continuous",
+                    resumed_at=done - steps,
+                )
             out.append(_trajectory(s, name, steps, done, expect, _resume(s, before) if before else [], before))
             before = name
     return out

@@ -79,7 +79,10 @@ def write(
 
 def _largest(summaries: dict[str, dict[str, Any]], continuous: list[dict], reference: str) -> float:
     finite = [
-        d for name, s in summaries.items() if name != reference for d in deviations(continuous, s["history"])[1]
+        d
+        for name, s in summaries.items()
+        if name != reference
+        for d in deviations(continuous, s["history"])[1]
         if math.isfinite(d)
-    ]  # fmt: skip
+    ]
     return max(finite, default=1.0)

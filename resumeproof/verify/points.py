@@ -74,5 +74,8 @@ def untried(history: Sequence[dict[str, Any]], tried: Sequence[int], steps: int)
     except EpochError as err:
         return Coverage(why_unknown=str(err))
     boundaries = tuple(k for k in epochs.boundaries if k < steps)
-    return Coverage(epoch_rows=epochs.rows, epoch_boundaries=boundaries,
-                    untried_boundaries=tuple(k for k in boundaries if k not in tried))  # fmt: skip
+    return Coverage(
+        epoch_rows=epochs.rows,
+        epoch_boundaries=boundaries,
+        untried_boundaries=tuple(k for k in boundaries if k not in tried),
+    )

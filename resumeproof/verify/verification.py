@@ -99,17 +99,25 @@ def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) ->
     trajectories += extra
     _run(trajectories, s, out)  # only the new ones are queued; a failed probe is no evidence, never an error
     summaries = _summaries(trajectories)
-    probes = {t.expectation.part: summaries[t.name] for t in trajectories
-              if t.expectation and t.expectation.part and t.name in summaries and t.expectation.resumed_at == s.primary
-              and t.expectation.kind in (Expect.PROBE, Expect.DIVERGENT)}  # fmt: skip
+    probes = {part: summaries[name] for name, part in _without_one_part(trajectories, s.primary) if name in summaries}
     found = Evidence(repeat=summaries.get(REPEAT), probes=probes, seeded=summaries.get(plan.SEEDED))
     return evaluate(trajectories, summaries, s.atol, parts, found)
 
 
+def _without_one_part(trajectories: list[Trajectory], primary: int) -> list[tuple[str, str]]:
+    """The resumes from the primary point without one part, a probe's or a fault's: (trajectory, part)."""
+    kinds = (Expect.PROBE, Expect.DIVERGENT)
+    expected = [(t.name, t.expectation) for t in trajectories if t.expectation is not None]
+    return [(name, e.part) for name, e in expected if e.part and e.resumed_at == primary and e.kind in kinds]
+
+
 def _evidence_trajectories(
-    s: Settings, first: "Evaluated", summaries: dict[str, dict[str, Any]], trajectories: list[Trajectory],
+    s: Settings,
+    first: "Evaluated",
+    summaries: dict[str, dict[str, Any]],
+    trajectories: list[Trajectory],
     declared: tuple[str, ...] | None,
-) -> list[Trajectory]:  # fmt: skip
+) -> list[Trajectory]:
     from resumeproof.verify import evidence
     from resumeproof.verify.diagnosis import Context
 
@@ -131,8 +139,14 @@ def _evidence_trajectories(
 
 def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any = None) -> None:
     with Live(terminal.progress(trajectories), console=out, refresh_per_second=8) as live:
-        run_all(trajectories, s.jobs, s.timeout, lambda done: _accept(done, s),
-                lambda: live.update(terminal.progress(trajectories)), expand or (lambda done: []))  # fmt: skip
+        run_all(
+            trajectories,
+            s.jobs,
+            s.timeout,
+            lambda done: _accept(done, s),
+            lambda: live.update(terminal.progress(trajectories)),
+            expand or (lambda done: []),
+        )
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal
 
