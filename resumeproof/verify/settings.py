@@ -53,9 +53,9 @@ class Settings:
     repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
 
     def __post_init__(self) -> None:
-        at_least("--steps", self.steps, 2)
-        at_least("--jobs", self.jobs, 1)
-        at_least("--check-cadence", self.cadence, 0)
+        _at_least("--steps", self.steps, 2)
+        _at_least("--jobs", self.jobs, 1)
+        _at_least("--check-cadence", self.cadence, 0)
         if not (math.isfinite(self.atol) and self.atol >= 0):
             raise SettingsError("--atol", f"{self.atol} must be a finite number >= 0")
         if not self.timeout > 0:  # NaN included
@@ -92,7 +92,7 @@ class ChaosSettings:
     train: list[str]  # the training command line the flags are appended to
     kills: int  # signals to deliver
     steps: int  # the final global step
-    checkpoint_every: int
+    checkpoint_every: int  # a generation every K steps; at least 1 (NEEDS_CADENCE)
     seed: int  # of the instants and signals: the same seed, the same schedule
     pace: float  # seconds the trainer sleeps after each update, so instants land inside training
     timeout: float  # per trainer process (per group start, with kill="rank")
@@ -101,11 +101,11 @@ class ChaosSettings:
     def __post_init__(self) -> None:
         if not self.train:
             raise SettingsError("--train-cmd", "is empty")
-        at_least("--kills", self.kills, 1)
-        at_least("--steps", self.steps, 2)
+        _at_least("--kills", self.kills, 1)
+        _at_least("--steps", self.steps, 2)
         if not (math.isfinite(self.pace) and self.pace >= MIN_PACE):
             raise SettingsError("--pace", f"{self.pace} must be a finite number of seconds >= {MIN_PACE}")
-        at_least("--timeout", self.timeout, 1)
+        _at_least("--timeout", self.timeout, 1)
         if self.checkpoint_every < 1:
             raise SettingsError("--checkpoint-every", f"{self.checkpoint_every}: {NEEDS_CADENCE}")
         if self.kill not in (PROCESS, RANK):
@@ -180,7 +180,7 @@ def _check_chain(spec: str, chain: tuple[int, ...], steps: int) -> None:
         raise SettingsError("--segments", f"{spec!r}: at least two counts >= 1 that sum to --steps {steps}")
 
 
-def at_least(flag: str, value: float, minimum: float) -> None:
+def _at_least(flag: str, value: float, minimum: float) -> None:
     """The rule behind a flag with a minimum (NaN is below any)."""
     if not value >= minimum:
         raise SettingsError(flag, f"{value} is not >= {minimum}")
