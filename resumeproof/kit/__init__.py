@@ -28,7 +28,7 @@ from resumeproof.kit.rundir import RunDir
 from resumeproof.kit.summary import record, to_json, write_summary
 from resumeproof.kit.torch_setup import configure as configure_torch
 
-ProtocolRun = Run  # the name of kit.Run before 0.3.0
+ProtocolRun = Run  # the name of kit.Run in 0.2
 
 __all__ = [
     "CheckpointError",

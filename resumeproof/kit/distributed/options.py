@@ -77,7 +77,7 @@ def click_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
     wrapper = click.option(
         TIMEOUT_FLAG,
-        type=click.FLOAT,
+        type=click.STRING,  # the text as typed, which the refusal quotes; checked by timeout_seconds
         metavar="SECONDS",
         default=DEFAULT_TIMEOUT,
         show_default=True,
