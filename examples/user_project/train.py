@@ -64,7 +64,7 @@ def main() -> None:
         args.output, step=t.step, history=t.history,
         state={"model": t.model.state_dict(), "optimizer": t.optimizer.state_dict(), "data": t.order.state_dict()},
         next={"lr": t.optimizer.param_groups[0]["lr"], "rng": t.generators.peek()},
-        eval={"mse": torch.nn.functional.mse_loss(t.model.eval()(x), y).item()}, meta={"omitted": sorted(args.omit)},
+        eval={"mse": torch.nn.functional.mse_loss(t.model.eval()(x), y).item()}, meta=args.meta(),
     )  # fmt: skip
 
 

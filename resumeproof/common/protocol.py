@@ -19,6 +19,8 @@ CHECKPOINT, SUMMARY = "checkpoint.pt", "summary.json"
 COMPARED_KEYS = ("step", "history", "state", "next", "eval")  # everything except `meta`
 RECORD_KEYS = {"step": int, "rows": list, "lr": float, "loss": float}
 STEP, HISTORY, STATE, NEXT, EVAL, META = "step", "history", "state", "next", "eval", "meta"
+PROTOCOL_KEY = "protocol"  # the summary's protocol name
+LR, RNG = "lr", "rng"  # next.lr: the lr the next update would use; next.rng: each generator's next draw
 META_OMITTED = "omitted"  # meta.omitted: the parts a fault run did not restore, sorted (revision 1.1)
 META_PARTS = "parts"  # meta.parts: every part the trainer's --omit accepts (revision 1.2)
 
@@ -28,6 +30,11 @@ MODEL, OPTIMIZER, SCHEDULER, DATA, PROGRESS, SCALER = "model", "optimizer", "sch
 RNG_PREFIX = "rng-"
 STANDARD_GENERATORS = ("python", "numpy", "torch")
 PART_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+EMA = "ema"  # no standard part, but a common one: the diagnosis knows its other names (teacher, swa, ...)
+# Under torchrun: a deliberate fault that leaves the data position or the generators unrestored on every rank
+# but rank 0 (docs/distributed.md). A run without other ranks withdraws them.
+OTHER_RANKS_DATA, OTHER_RANKS_RNG = "other-ranks.data", "other-ranks.rng"
+RANK_PARTS = (OTHER_RANKS_DATA, OTHER_RANKS_RNG)
 
 
 def rng_part(generator: str) -> str:
@@ -54,6 +61,7 @@ OMIT_FLAG, OMIT_RNG_FLAG = "--omit", "--omit-rng-restore"
 CHECKPOINT_EVERY_FLAG, UNTIL_STEP_FLAG, PACE_FLAG, KEEP_FLAG = "--checkpoint-every", "--until-step", "--pace", "--keep"
 RESUME_FLAT_FLAG = "--resume-flat"
 AUTO = "auto"  # --resume auto: continue in place from the newest valid checkpoint
+DEFAULT_KEEP = 3  # --keep: the generations a long run keeps when not told otherwise
 
 
 def omit_token(part: str) -> str:

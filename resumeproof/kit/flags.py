@@ -1,4 +1,5 @@
-"""The protocol's command-line flags, defined once in `FLAGS` for argparse and click alike, checked into `ProtocolArgs`.
+"""The protocol's command-line flags for argparse and click alike, made from one table (`FLAGS`,
+kit/flag_table.py) and checked into `ProtocolArgs`, which carries the parts the trainer declares.
 
     args = flags.parse(parts=("model", "optimizer", "rng-torch"))            # argparse, the whole command line
     flags.add_arguments(parser, parts); args = flags.from_namespace(ns, parts)  # inside your own parser
@@ -15,21 +16,19 @@ turn one flag into another. With `long_runs`, the flags the chaos test needs are
 
 import argparse
 import functools
-import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import (
     AUTO,
-    CHECKPOINT_EVERY_FLAG,
-    KEEP_FLAG,
+    DEFAULT_KEEP,
+    META_OMITTED,
+    META_PARTS,
     OMIT_FLAG,
     OMIT_RNG_FLAG,
     OUTPUT_FLAG,
-    PACE_FLAG,
     PART_NAME,
     RESUME_FLAG,
     STEPS_FLAG,
@@ -37,117 +36,20 @@ from resumeproof.common.protocol import (
     generator_of,
     rng_part,
 )
+from resumeproof.kit.flag_table import FLAGS, NUMBERS, Flag, FlagError, FlagValueError, dest
 
 __all__ = [
-    "AUTO", "FLAGS", "Flag", "FlagError", "ProtocolArgs", "add_arguments", "build", "click_options",
-    "declared_parts", "from_namespace", "parse",
-]  # fmt: skip
-
-
-def dest(flag: str) -> str:
-    """The keyword argparse and click both give a flag's value under: '--checkpoint-every' -> 'checkpoint_every'."""
-    return flag.removeprefix("--").replace("-", "_")
-
-
-class FlagError(ResumeproofError):
-    """Protocol flags that do not make sense, alone or together."""
-
-
-class FlagValueError(FlagError):
-    """One flag's value outside what the flag means; `why` names the value, the message the flag too."""
-
-    def __init__(self, flag: str, why: str) -> None:
-        super().__init__(f"{flag}: {why}")
-        self.why = why
-
-
-@dataclass(frozen=True, kw_only=True)
-class Flag:
-    """One protocol flag: everything its argparse argument and its click option are made from."""
-
-    name: str  # as typed, from the protocol's vocabulary: "--keep"
-    kind: type  # int or float: a number, checked here; str: text (a path, 'auto', a list of parts); bool: a switch
-    help: str  # one sentence saying what each value means; "{parts}" becomes the parts --omit accepts
-    default: Any = None  # the value when the flag is absent; None: absent, for `build` to judge
-    minimum: int | float | None = None  # a number below is refused, never clamped or replaced
-    long_run: bool = False  # only with long_runs=True: the chaos test's flags
-    required: bool = False
-    metavar: str | None = None
-
-    @property
-    def dest(self) -> str:
-        """The keyword both forms (and ProtocolArgs) give the value under."""
-        return dest(self.name)
-
-    def value(self, given: Any) -> Any:
-        """The flag's value from what was typed, or what a form already converted (None: absent); checked."""
-        if given is None:
-            if self.required:
-                raise FlagValueError(self.name, "is required")
-            return self.default
-        if self.kind is int:
-            return self._bounded(_whole(given), given)
-        if self.kind is float:
-            return self._bounded(_finite(given), given)
-        return self.kind(given)
-
-    def help_for(self, parts: Sequence[str]) -> str:
-        shown = self.help.format(parts=", ".join(parts))
-        return shown if self.default in (None, False) else f"{shown} Default {self.default}."
-
-    def _bounded(self, number: float | None, given: Any) -> Any:
-        if number is None:
-            what = "a whole number" if self.kind is int else "a finite number"
-            raise FlagValueError(self.name, f"must be {what}, not {given!r}")
-        if self.minimum is not None and number < self.minimum:
-            raise FlagValueError(self.name, f"must be at least {self.minimum}, not {given}")
-        return number
-
-
-def _whole(given: Any) -> int | None:
-    if isinstance(given, bool):  # an int to Python, never a count to a user
-        return None
-    if isinstance(given, int):
-        return given
-    try:
-        return int(given) if isinstance(given, str) else None
-    except ValueError:
-        return None
-
-
-def _finite(given: Any) -> float | None:
-    if isinstance(given, bool) or not isinstance(given, str | int | float):
-        return None
-    try:
-        number = float(given)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None  # a pace of NaN or inf seconds means nothing
-
-
-# Every flag, once. The order is the order of --help. Per flag, what 0 and negative values mean:
-FLAGS = (
-    # 0 is meaningful: no update, the state resumed from (or the initial one) written as it is.
-    Flag(name=STEPS_FLAG, kind=int, minimum=0, metavar="N", help="Updates this process runs (>= 0)."),
-    Flag(name=OUTPUT_FLAG, kind=str, required=True, metavar="DIR", help="Run directory; must not exist."),
-    # 'auto' only with the long-run flags: a trainer that cannot continue in place would start afresh.
-    Flag(name=RESUME_FLAG, kind=str, metavar="CKPT", help="Checkpoint to continue from."),
-    Flag(name=OMIT_RNG_FLAG, kind=bool, help="Resume WITHOUT restoring the random generators (every rng-* part)."),
-    Flag(name=OMIT_FLAG, kind=str, metavar="PART[,PART...]", help="Resume WITHOUT restoring: {parts}."),
-    # 0 is meaningful: step 0 is a global step; a target behind the resumed step is refused by updates_from.
-    Flag(name=UNTIL_STEP_FLAG, kind=int, minimum=0, long_run=True, metavar="N",
-         help="Instead of --steps: run until this global step (>= 0)."),
-    # 0 means never, and is the default: the final checkpoint.pt is always written.
-    Flag(name=CHECKPOINT_EVERY_FLAG, kind=int, minimum=0, default=0, long_run=True, metavar="K",
-         help="Also write step_NNNNNN.pt every K steps; 0: never."),
-    # 0 is refused: a run keeps at least its newest generation, or --resume auto would have nothing to find.
-    Flag(name=KEEP_FLAG, kind=int, minimum=1, default=3, long_run=True, metavar="G",
-         help="Generations step_NNNNNN.pt kept (>= 1)."),
-    # 0 means no sleep, and is the default; NaN and inf are refused.
-    Flag(name=PACE_FLAG, kind=float, minimum=0, default=0.0, long_run=True, metavar="S",
-         help="Seconds to sleep after each update, a finite number >= 0 (a testing aid: changes no computed value)."),
-)  # fmt: skip
-NUMBERS = tuple(flag for flag in FLAGS if flag.kind in (int, float))
+    "AUTO",
+    "FLAGS",
+    "Flag",
+    "FlagError",
+    "ProtocolArgs",
+    "add_arguments",
+    "build",
+    "click_options",
+    "from_namespace",
+    "parse",
+]
 AUTO_HELP = f" Or '{AUTO}': the newest valid checkpoint in {OUTPUT_FLAG}, continued in place."
 
 
@@ -180,7 +82,7 @@ class ProtocolArgs:
     omit: frozenset[str] = frozenset()  # parts NOT restored on resume (a deliberate fault)
     parts: tuple[str, ...] = ()  # every part --omit accepts, in the order the trainer declared them
     checkpoint_every: int = 0  # also write generation step_NNNNNN.pt every K steps (0: never)
-    keep: int = 3  # generations kept (>= 1)
+    keep: int = DEFAULT_KEEP  # generations kept (>= 1)
     pace: float = 0.0  # seconds to sleep after each update: a testing aid, changes no computed value
 
     def __post_init__(self) -> None:
@@ -204,22 +106,21 @@ class ProtocolArgs:
         """The generators among `names` ('numpy', ...) whose rng part --omit does not name: the ones to restore."""
         return [name for name in names if rng_part(name) not in self.omit]
 
+    def meta(self) -> dict[str, list[str]]:
+        """What every summary's `meta` says of these flags: the omitted parts (protocol revision 1.1), which a
+        fault run must echo, and the declared ones (1.2), which `--faults all` asks for."""
+        return {META_OMITTED: sorted(self.omit), META_PARTS: list(self.parts)}
 
-# The parts declared when the kit's flags were last parsed in this process, for kit.write_summary
-# to write as meta.parts. Module state, because write_summary is called far from the flags (by the
-# loop, an adapter, kit.distributed) and a trainer must not need a line of its own to pass them on;
-# a process parses one command line, so the last declaration is its trainer's.
-_declared_parts: tuple[str, ...] | None = None
-
-
-def declared_parts() -> tuple[str, ...] | None:
-    """The parts --omit accepted when the kit's flags were last parsed in this process; None if never."""
-    return _declared_parts
+    def withdrawn(self, part: str, why: str) -> "ProtocolArgs":
+        """These flags without a declared part this run turns out not to have (no GradScaler, no other ranks):
+        `--omit` naming it is refused with `why`, and `meta.parts` leaves it out."""
+        if part in self.omit:
+            raise FlagError(f"{OMIT_FLAG}={part}: {why}; there is nothing to omit")
+        return replace(self, parts=tuple(p for p in self.parts if p != part))
 
 
 def build(parts: Sequence[str], **given: Any) -> ProtocolArgs:
     """ProtocolArgs from the flags' values (as argparse or click parsed them, or text), or a FlagError."""
-    global _declared_parts
     declared = _declared(parts)
     long_runs = dest(UNTIL_STEP_FLAG) in given  # the long-run flags were offered
     offered = _flags(long_runs)  # a user's own --keep beside short-run flags is not the protocol's
@@ -243,7 +144,6 @@ def build(parts: Sequence[str], **given: Any) -> ProtocolArgs:
         omit=frozenset(omit), parts=declared,
         checkpoint_every=value["checkpoint_every"], keep=value["keep"], pace=value["pace"],
     )  # fmt: skip
-    _declared_parts = declared
     return args
 
 

@@ -23,15 +23,28 @@ from typing import Any
 import torch
 from torch import nn
 
-from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, PROGRESS, SCALER, SCHEDULER, rng_part, standard_parts
+from resumeproof.common.protocol import (
+    DATA,
+    HISTORY,
+    MODEL,
+    OPTIMIZER,
+    PROGRESS,
+    RNG,
+    SCALER,
+    SCHEDULER,
+    rng_part,
+    standard_parts,
+)  # fmt: skip
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.data import OrderStateError, ShuffledOrder, is_int
 from resumeproof.kit.generators import Generators, GeneratorStateError
 from resumeproof.kit.identity import versions
+from resumeproof.kit.state_dicts import PLAIN, StateDicts
 
 FORMAT = "resumeproof-checkpoint/1"
-# The sections that are parts (MODEL, OPTIMIZER, SCHEDULER, DATA, PROGRESS) are the protocol's words; the others:
-FORMAT_KEY, RNG, HISTORY, CONFIG, VERSIONS, IDENTITY = "format", "rng", "history", "config", "versions", "identity"
+# The sections that are parts (MODEL, OPTIMIZER, SCHEDULER, DATA, PROGRESS) and RNG, HISTORY are the protocol's
+# words; the others are the layout's own:
+FORMAT_KEY, CONFIG, VERSIONS, IDENTITY = "format", "config", "versions", "identity"
 PROVENANCE = "provenance"  # the deliberate pivots the run went through, oldest first
 REQUIRED_KEYS = frozenset({FORMAT_KEY, MODEL, OPTIMIZER, SCHEDULER, RNG, DATA, PROGRESS, HISTORY, CONFIG})
 SECTIONS = (MODEL, OPTIMIZER, SCHEDULER, RNG, DATA, PROGRESS, CONFIG, VERSIONS, IDENTITY)  # dicts
@@ -68,37 +81,41 @@ def parts(generator_names: Iterable[str], scaler: bool = False) -> tuple[str, ..
     return (*standard_parts(tuple(generator_names)), *((SCALER,) if scaler else ()))
 
 
-def capture(t: Training, config: dict[str, Any], identity: dict[str, str], provenance: list) -> dict[str, Any]:
+def capture(
+    t: Training, config: dict[str, Any], identity: dict[str, str], provenance: list, by: StateDicts = PLAIN
+) -> dict[str, Any]:
+    """Every state that decides the next updates, after a completed update; `restore` mirrors it."""
+    model, optimizer = by.get_state_dict(t.model, t.optimizer)
     return {
         FORMAT_KEY: FORMAT,
-        MODEL: dict(t.model.state_dict()),
-        OPTIMIZER: t.optimizer.state_dict(),
+        MODEL: model,
+        OPTIMIZER: optimizer,
         SCHEDULER: t.scheduler.state_dict(),
         **({SCALER: t.scaler.state_dict()} if t.has_scaler else {}),  # the loss scale and its growth tracker
-        RNG: t.generators.state(),
-        DATA: t.order.state_dict(),
+        RNG: t.generators.state(),  # on CUDA: every device's generator, as torch.cuda saves them
+        DATA: t.order.state_dict(),  # the epoch's permutation, the position in it, the epoch
         PROGRESS: {"step": t.step},
         HISTORY: t.history,
-        CONFIG: config,
-        VERSIONS: versions(),
+        CONFIG: config,  # checked on resume, never restored: another experiment is refused
+        VERSIONS: versions(),  # these two differ only when --override-identity accepts it
         IDENTITY: identity,
-        PROVENANCE: provenance,
+        PROVENANCE: provenance,  # the deliberate pivots the run went through
     }
 
 
-def restore(state: dict[str, Any], t: Training, omit: Iterable[str] = ()) -> list[str]:
-    """Model, scheduler, optimizer, the GradScaler, data position, step and history; an omitted part keeps its
-    freshly built state, exactly what a careless resume does. Returns the generators to restore, which the
-    caller does last, right before the loop, so that nothing draws from them in between."""
+def restore(state: dict[str, Any], t: Training, omit: Iterable[str] = (), by: StateDicts = PLAIN) -> list[str]:
+    """capture() back, section by section in its order: the model and the optimizer (together: a distributed
+    state dict loads both at once), the scheduler, the GradScaler, the data position, step and history. An
+    omitted part keeps its freshly built state, exactly what a careless resume does. Returns the generators to
+    restore, which the caller does last, right before the loop, so that nothing draws from them in between.
+
+    The scheduler must have been *built* before this call, whatever the order of loading: its constructor writes
+    the initial lr into the param groups, and would overwrite the restored one if built afterwards."""
     omit = set(omit)
-    if MODEL not in omit:
-        t.model.load_state_dict(state[MODEL])
-    # The scheduler was built before this call: its constructor writes the initial lr into the param
-    # groups, so it must exist before optimizer.load_state_dict() or it would overwrite the restored lr.
+    model, optimizer = (state[key] if key not in omit else None for key in (MODEL, OPTIMIZER))
+    by.set_state_dict(t.model, t.optimizer, model_state_dict=model, optim_state_dict=optimizer)
     if SCHEDULER not in omit:
         t.scheduler.load_state_dict(state[SCHEDULER])
-    if OPTIMIZER not in omit:
-        t.optimizer.load_state_dict(state[OPTIMIZER])
     if t.has_scaler and SCALER not in omit:
         t.scaler.load_state_dict(state[SCALER])
     if DATA not in omit:

@@ -1,9 +1,9 @@
-"""Where a process continues from: a fresh run, an explicit `--resume`, or `--resume auto` in place.
+"""Where a run on the standard layout continues from: a fresh run, an explicit `--resume`, or `--resume auto` in place.
 
     options = resume.Options(training=t, config=config, identity=identity, rows_per_step=batch, warn=warn)
-    run_dir, resumed = resume.open_run(args, options)   # found, loaded and validated; nothing restored yet
-    if resumed is not None:
-        ...                                             # the trainer restores resumed.state, generators last
+    run = resume.open_run(args, options)   # a kit.Run: found, loaded and validated; nothing restored yet
+    if run.resumed is not None:
+        ...                                # the trainer restores run.resumed.state, generators last
 
 A refused checkpoint creates nothing: the run directory is created only after the load passed. Under
 torchrun, kit.distributed's Group does the same with DCP directories (`par.open_run(args, options)`).
@@ -21,9 +21,10 @@ from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import PROGRESS
 from resumeproof.kit import checkpoint, layout, pivot
 from resumeproof.kit.flags import ProtocolArgs
+from resumeproof.kit.run import Resumed, Run
 from resumeproof.kit.rundir import RunDir
 
-Pivoted = dict[str, list[float]]  # what pivot.apply_lr changed: key -> [old, new]; {} for no change
+__all__ = ["Options", "Resumed", "open_run"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,27 +50,7 @@ class Options:
             raise ResumeproofError("--pivot changes a resumed run; there is nothing to resume here")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Resumed:
-    """A checkpoint found, loaded and validated; restoring it is the trainer's, section by section, generators last."""
-
-    source: Path  # the checkpoint file (or DCP directory) this process continues from
-    state: dict[str, Any]  # its dict; under torchrun model and optimizer as DCP's set_state_dict takes them
-    omit: frozenset[str]  # the parts this process leaves unrestored: --omit's (under torchrun, per rank)
-    foreign: list[str]  # the identity differences --override-identity accepted
-
-    def provenance(self, step: int, pivoted: Pivoted) -> list[dict[str, Any]]:
-        """Every pivot of the run so far, oldest first: the checkpoint's, then this resume's."""
-        return [*self.state.get(layout.PROVENANCE, []), *([{"step": step, "pivot": pivoted}] if pivoted else [])]
-
-    def marks(self, pivoted: Pivoted) -> dict[str, Any]:
-        """For the first resumed history record, so that such a run is never concordant with an unchanged one."""
-        return {**({"override": self.foreign} if self.foreign else {}), **({"pivot": pivoted} if pivoted else {})}
-
-
-def open_run(
-    args: ProtocolArgs, options: Options, read: Callable[[Path], dict[str, Any]] = checkpoint.load
-) -> tuple[RunDir, Resumed | None]:
+def open_run(args: ProtocolArgs, options: Options, read: Callable[[Path], dict[str, Any]] = checkpoint.load) -> Run:
     """Find and validate what to continue from (nothing is restored), then open the run directory. `read`
     loads a checkpoint in the layout's form, checked: a file by default (kit.distributed's Single also
     reads a DCP directory)."""
@@ -91,4 +72,4 @@ def open_run(
         options.nothing_found()
     if not args.resume_auto:
         run_dir = RunDir.create(args.output, args.checkpoint_every, args.keep)
-    return run_dir, resumed
+    return Run(args, run_dir, resumed=resumed)

@@ -1,54 +1,86 @@
-"""A protocol run around any training loop (a framework's too): flags, the resumed checkpoint, one record per update.
+"""One protocol run, whoever trains it: a plain loop, a framework through its adapter, a torchrun group.
 
-    run = kit.start(parts=("model", "optimizer", "scheduler", "data", "rng-python", "rng-numpy", "rng-torch"))
-    ...                                       # resume from run.resume (verified) or run.loaded, then train
-    run.record(rows=..., lr=..., loss=...)     # once per update, until run.done()
-    run.finish(folder_or_state, state=..., eval=..., lr=next_lr)
+    run = kit.start(parts)                       # a framework's run: flags parsed, a resumed file or folder verified
+    run = kit.resume.open_run(args, options)     # the standard layout: found, loaded, validated; nothing restored
+    run = par.open_run(args, options)            # the same as one process or as a torchrun group (kit.distributed)
+    ...                                          # restore run.resumed (or run.loaded), generators last; then train
+    run.enter_loop(step); run.log(record); run.after_update(step, save)   # long runs: loss log, signals, generations
+    run.save_final(save); run.write_summary(step=..., history=..., ...)    # checkpoint.pt, then summary.json
+    run.record(rows=..., lr=..., loss=...)       # or the run keeps the history, one record per update (frameworks),
+    run.finish(folder_or_state, state=..., eval=..., lr=next_lr)          # and writes both at the end
 
-A framework saves its checkpoint as a folder (`save_state`, `checkpoint-K/`, a ModelCheckpoint
-folder); `finish(folder)` makes that folder `OUTPUT/checkpoint.pt/`, adds the protocol's history
-to it (`resumeproof.json`) and fingerprints every file. A plain loop passes its state dict
-instead: it becomes the file `OUTPUT/checkpoint.pt`, the history under the key `resumeproof`.
-On resume, `start` verifies the checkpoint against its sidecar before anything reads a byte of
-it, takes the history back and, for a file, loads it (`run.loaded`). The generators peeked into
-`next.rng` are the global ones frameworks save (Python's random, NumPy's legacy global, torch's
-default, every CUDA device's where CUDA is available), plus any named with `track`. `meta` records
-the omitted parts, the parts `--omit` accepts (`parts`, less any a run `withdraw`s: a scaler where
-the framework made no GradScaler), the device and, on CUDA, the GPU (`kit.device_identity`).
+A Run carries the parsed flags, whose parts are what its summary declares (`meta.parts`, with
+`meta.omitted`), and its run directory: the strategy that differs between one process (kit.RunDir:
+a lock, generations, the loss log, signals) and a torchrun group (kit.distributed's SharedRunDir,
+which rank 0 owns, every rank saves into, and which gathers sharded tensors before rank 0 writes
+the summary). A part the run turns out not to have (no GradScaler, no other ranks) is withdrawn:
+`--omit` naming it is refused, and `meta.parts` leaves it out.
 """
 
-import json
-import shutil
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from resumeproof.common import protocol
 from resumeproof.common.errors import ResumeproofError, one_line, refuse_existing
-from resumeproof.kit import checkpoint, flags
-from resumeproof.kit.flags import FlagError, ProtocolArgs
+from resumeproof.kit import flags, framework_checkpoint
+from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.generators import Generators
 from resumeproof.kit.identity import device_identity
-from resumeproof.kit.summary import record, write_summary
+from resumeproof.kit.layout import PROVENANCE
+from resumeproof.kit.rundir import RunDir
+from resumeproof.kit.summary import record
 from resumeproof.kit.torch_setup import configure
 
-HISTORY_FILE = "resumeproof.json"  # inside a directory checkpoint: the protocol's step and history
-HISTORY_KEY = "resumeproof"  # inside a file checkpoint: the same
+Save = Callable[[Path], str]  # writes a checkpoint at the path given, returns its sha256
+Pivoted = dict[str, list[float]]  # what pivot.apply_lr changed: key -> [old, new]; {} for no change
+
+
+class RunDirectory(Protocol):
+    """Where a run writes: kit.RunDir for one process, kit.distributed's SharedRunDir for a group of ranks."""
+
+    @property
+    def stopped_by(self) -> str | None: ...
+
+    def enter_loop(self, step: int, **event: object) -> None: ...
+    def log(self, record: dict) -> None: ...
+    def after_update(self, step: int, save: Save) -> bool: ...
+    def finish(self, save: Save) -> str: ...
+    def write_summary(self, **document: Any) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resumed:
+    """A checkpoint found, verified and loaded; restoring it is the trainer's, section by section, generators last."""
+
+    source: Path  # the checkpoint file (or directory) this process continues from
+    state: dict[str, Any]  # its dict ({} for a framework's folder); under torchrun as DCP's set_state_dict takes it
+    omit: frozenset[str]  # the parts this process leaves unrestored: --omit's (under torchrun, per rank)
+    foreign: list[str] = field(default_factory=list)  # the identity differences --override-identity accepted
+
+    def provenance(self, step: int, pivoted: Pivoted) -> list[dict[str, Any]]:
+        """Every pivot of the run so far, oldest first: the checkpoint's, then this resume's."""
+        return [*self.state.get(PROVENANCE, []), *([{"step": step, "pivot": pivoted}] if pivoted else [])]
+
+    def marks(self, pivoted: Pivoted) -> dict[str, Any]:
+        """For the first resumed history record, so that such a run is never concordant with an unchanged one."""
+        return {**({"override": self.foreign} if self.foreign else {}), **({"pivot": pivoted} if pivoted else {})}
 
 
 @dataclass
-class ProtocolRun:
-    args: ProtocolArgs
-    start_step: int = 0  # the step the resumed checkpoint was written at
+class Run:
+    args: ProtocolArgs  # the flags; args.parts are the declared parts, less the withdrawn ones
+    directory: RunDirectory  # one process's RunDir, or a torchrun group's SharedRunDir
+    resumed: Resumed | None = None  # what this process continues from
+    start_step: int = 0  # the step the resumed checkpoint was written at (runs that record their history)
     history: list[dict[str, Any]] = field(default_factory=list)
-    generators: Generators = field(default_factory=Generators.global_)
-    loaded: dict[str, Any] | None = None  # a resumed file checkpoint, verified and loaded with weights_only
-    parts: tuple[str, ...] = ()  # what --omit accepts, less the withdrawn ones: meta.parts
+    generators: Generators = field(default_factory=Generators.global_)  # peeked into next.rng by `finish`
     device: str = "cpu"  # what configure_torch set up: "cpu" or "cuda"
 
     @property
@@ -56,17 +88,31 @@ class ProtocolRun:
         return self.args.output
 
     @property
-    def resume(self) -> Path | None:
-        """The verified checkpoint (file or folder) this run continues from."""
-        return self.args.resume
-
-    @property
     def omit(self) -> frozenset[str]:
         return self.args.omit
 
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """What --omit accepts, less the withdrawn parts: meta.parts."""
+        return self.args.parts
+
+    @property
+    def resume(self) -> Path | None:
+        """The verified checkpoint (file or folder) this run continues from."""
+        return self.resumed.source if self.resumed is not None else None
+
+    @property
+    def loaded(self) -> dict[str, Any] | None:
+        """A resumed checkpoint file's state (weights_only); None for a fresh run or a folder."""
+        return self.resumed.state if self.resumed is not None and not self.resumed.source.is_dir() else None
+
     def restores(self, part: str) -> bool:
         """This run resumes and restores `part` (`--omit` does not name it)."""
-        return self.resume is not None and part not in self.omit
+        return self.resumed is not None and part not in self.omit
+
+    def withdraw(self, part: str, why: str) -> None:
+        """This run turns out to have no `part`: `--omit` naming it is refused with `why`, meta.parts leaves it out."""
+        self.args = self.args.withdrawn(part, why)
 
     @property
     def scratch(self) -> Path:
@@ -75,12 +121,7 @@ class ProtocolRun:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    def withdraw(self, part: str, why: str) -> None:
-        """This run turns out to have no `part` (a framework without a GradScaler): `--omit` naming it is refused
-        with `why`, and meta.parts leaves it out."""
-        if part in self.omit:
-            raise FlagError(f"--omit={part}: {why}; there is nothing to omit")
-        self.parts = tuple(p for p in self.parts if p != part)
+    # -- the updates ---------------------------------------------------------------------------------------------
 
     def target(self) -> int:
         """The global step this process must reach (a framework's max_steps)."""
@@ -89,42 +130,61 @@ class ProtocolRun:
     def done(self) -> bool:
         return len(self.history) >= self.target()
 
-    def track(self, **named: Any) -> None:
-        """Peek these generators too (a DataLoader's, a sampler's) in `next.rng`."""
-        self.generators = Generators(**{**{n: self.generators[n] for n in self.generators.names}, **named})
-
     def record(self, *, rows: Sequence[int], lr: float, loss: float, **extra: Any) -> None:
         """One update's record; call it once per optimizer step, in order."""
         if self.done():
             raise ResumeproofError(f"an update beyond step {self.target()}: the run must stop there")
         self.history.append(record(len(self.history) + 1, list(rows), lr, loss, **extra))
 
-    def finish(
-        self, checkpoint: Path | dict[str, Any], *, state: Any, eval: Any, lr: float, meta: dict | None = None
-    ) -> None:
-        """Write OUTPUT/checkpoint.pt (from a framework's folder, or a state dict) with the history and its
-        fingerprint, then summary.json; `lr` is the one the next update would use."""
+    def track(self, **named: Any) -> None:
+        """Peek these generators too (a DataLoader's, a sampler's) in `next.rng`."""
+        self.generators = Generators(**{**{n: self.generators[n] for n in self.generators.names}, **named})
+
+    def enter_loop(self, step: int, **event: object) -> None:
+        """Right before the first update: the signal handlers, then loss.jsonl's start line."""
+        self.directory.enter_loop(step, **event)
+
+    def log(self, record: dict) -> None:
+        self.directory.log(record)
+
+    def after_update(self, step: int, save: Save) -> bool:
+        """A generation when one is due or asked for (SIGUSR1, SIGTERM); True when the run must stop."""
+        return self.directory.after_update(step, save)
+
+    @property
+    def stopped_by(self) -> str | None:
+        return self.directory.stopped_by
+
+    # -- the end -------------------------------------------------------------------------------------------------
+
+    def save_final(self, save: Save) -> str:
+        """OUTPUT/checkpoint.pt, written by `save`; its sha256."""
+        return self.directory.finish(save)
+
+    def write_summary(self, *, step: int, history: list, state: Any, next: dict, eval: Any, meta: Any = None) -> None:
+        """summary.json, its meta saying what the flags asked (omitted and declared parts) before the caller's own."""
+        described = {**self.args.meta(), **(meta or {})}
+        self.directory.write_summary(step=step, history=history, state=state, next=next, eval=eval, meta=described)
+
+    def finish(self, saved: Path | dict, *, state: Any, eval: Any, lr: float, meta: dict | None = None) -> None:
+        """OUTPUT/checkpoint.pt from a framework's folder or a state dict, the history inside, then summary.json with
+        the generators peeked; `lr` is the one the next update would use."""
         if len(self.history) != self.target():
             raise ResumeproofError(f"the run recorded {len(self.history)} updates, expected {self.target()}")
-        final = self.output / protocol.CHECKPOINT
-        steps = {"step": len(self.history), "history": self.history}
-        if isinstance(checkpoint, dict):
-            _save_file(final, checkpoint, steps)
-        else:
-            _save_folder(final, checkpoint, steps)
-        described = {
-            protocol.META_OMITTED: sorted(self.omit), **({protocol.META_PARTS: list(self.parts)} if self.parts else {}),
-            "device": self.device, "gpu": device_identity(self.device),
-        }  # fmt: skip
-        write_summary(
-            self.output, step=len(self.history), history=self.history, state=state, eval=eval,
-            next={"lr": lr, "rng": self.generators.peek()}, meta={**described, **(meta or {})},
-        )  # fmt: skip
+        self.save_final(lambda final: framework_checkpoint.save(final, saved, self.history))
+        described = {"device": self.device, "gpu": device_identity(self.device), **(meta or {})}
+        upcoming = {protocol.LR: lr, protocol.RNG: self.generators.peek()}
+        self.write_summary(
+            step=len(self.history), history=self.history, state=state, next=upcoming, eval=eval, meta=described
+        )
+
+    def close(self) -> None:
+        self.directory.close()
 
 
 def start(
     parts: Sequence[str], argv: Sequence[str] | None = None, threads: int = 1, float64: bool = True, device: str = "cpu"
-) -> ProtocolRun:
+) -> Run:
     """Parse the protocol's flags, refuse an existing output, set torch up for `device` ("cpu" or "cuda"), verify
     and read back a resumed checkpoint. From here on a kit error ends the process with one line on stderr."""
     args = flags.parse(argv, parts=parts)
@@ -133,55 +193,12 @@ def start(
     if float64 or device != "cpu":  # frameworks use TorchDynamo: no stand-in for it (shortcuts=False)
         dtype = torch.float64 if float64 else torch.get_default_dtype()
         device = configure(threads=threads, dtype=dtype, shortcuts=False, device=device).device
-    run = ProtocolRun(args, parts=tuple(parts), device=device)
-    if args.resume is not None and args.resume.is_dir():
-        run.start_step, run.history = _resumed_folder(args.resume)
-    elif args.resume is not None:
-        run.loaded = checkpoint.load(args.resume)  # its sidecar, then torch.load(weights_only=True)
-        run.start_step, run.history = _steps(args.resume, run.loaded.pop(HISTORY_KEY, None))
-    args.output.mkdir(parents=True)
-    return run
-
-
-def _save_file(final: Path, state: dict[str, Any], steps: dict[str, Any]) -> None:
-    if HISTORY_KEY in state:
-        raise ResumeproofError(f"the checkpoint's state may not use the key {HISTORY_KEY!r}: the kit writes it")
-    checkpoint.save(final, {**state, HISTORY_KEY: steps})
-
-
-def _save_folder(final: Path, folder: Path, steps: dict[str, Any]) -> None:
-    if not folder.is_dir():
-        raise ResumeproofError(f"{folder}: the framework wrote no checkpoint folder there")
-
-    def fill(staged: Path) -> None:
-        for item in folder.iterdir():
-            shutil.move(str(item), staged / item.name)
-        (staged / HISTORY_FILE).write_text(json.dumps(steps, indent=1) + "\n")
-
-    checkpoint.save_directory(final, fill)
-    for emptied in (folder, *folder.parents):  # the framework's folder, and the scratch folders that held it
-        if emptied == final.parent or any(emptied.iterdir()):
-            break
-        emptied.rmdir()
-
-
-def _resumed_folder(path: Path) -> tuple[int, list[dict[str, Any]]]:
-    """The step and history a verified checkpoint folder carries."""
-    checkpoint.load_directory(path)  # its sidecar, file for file, before anything reads it
-    try:
-        saved = json.loads((path / HISTORY_FILE).read_text())
-    except (OSError, ValueError) as err:
-        raise checkpoint.CheckpointError(f"{path}/{HISTORY_FILE}: unreadable ({type(err).__name__}: {err})") from None
-    return _steps(path / HISTORY_FILE, saved)
-
-
-def _steps(where: Path, saved: Any) -> tuple[int, list[dict[str, Any]]]:
-    """The step and the history, checked: one record per update."""
-    step = saved.get("step") if isinstance(saved, dict) else None
-    history = saved.get("history") if isinstance(saved, dict) else None
-    if not isinstance(step, int) or not isinstance(history, list) or len(history) != step:
-        raise checkpoint.CheckpointError(f"{where}: no protocol history (step and one record per update)")
-    return step, history
+    resumed, step, history = None, 0, list[dict[str, Any]]()
+    if args.resume is not None:
+        state, step, history = framework_checkpoint.read(args.resume)
+        resumed = Resumed(source=args.resume, state=state, omit=args.omit)
+    directory = RunDir.create(args.output, args.checkpoint_every, args.keep)
+    return Run(args, directory, resumed=resumed, start_step=step, history=history, device=device)
 
 
 def _one_line_errors(previous: Any) -> Any:

@@ -20,12 +20,15 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from resumeproof.common import fingerprint, losslog, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.protocol import CHECKPOINT_EVERY_FLAG, DEFAULT_KEEP, KEEP_FLAG
 from resumeproof.kit.checkpoint import CheckpointError
+from resumeproof.kit.flag_table import flag
 from resumeproof.kit.signals import Requests
+from resumeproof.kit.summary import write_summary
 
 T = TypeVar("T")
 Save = Callable[[Path], str]  # writes a checkpoint at the path given, returns its sha256
@@ -36,14 +39,17 @@ class RunDirError(ResumeproofError):
 
 
 class RunDir:
-    def __init__(self, path: Path, held: TextIO, every: int = 0, keep: int = 3) -> None:
-        self.path, self._held, self.every, self.keep = path, held, every, keep
+    """One process's run directory: the strategy of a `kit.Run` without a launcher."""
+
+    def __init__(self, path: Path, held: TextIO, every: int = 0, keep: int = DEFAULT_KEEP) -> None:
+        self.path, self._held, self.every, self.keep = path, held, *cadence(every, keep)
         self.requests = Requests()
         self._replayed: set[int] = set()
 
     @classmethod
-    def create(cls, path: Path, every: int = 0, keep: int = 3) -> "RunDir":
+    def create(cls, path: Path, every: int = 0, keep: int = DEFAULT_KEEP) -> "RunDir":
         """A new run directory (the caller refused an existing one before doing any work)."""
+        cadence(every, keep)  # before anything is created
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             path.mkdir()  # fails, rather than merging, if another process created it meanwhile
@@ -54,11 +60,12 @@ class RunDir:
     @classmethod
     def in_place(
         cls, path: Path, load: Callable[[Path], T], step_of: Callable[[T], int], warn: Callable[[str], None],
-        every: int = 0, keep: int = 3,
+        every: int = 0, keep: int = DEFAULT_KEEP,
     ) -> "tuple[RunDir, tuple[Path, T] | None]":  # fmt: skip
         """--resume auto: lock the directory (creating it if absent), clear what killed writers left, and
         find the newest valid checkpoint. A directory whose checkpoints are all invalid is refused rather
         than started over; one that holds none (a run killed before its first) starts from the beginning."""
+        cadence(every, keep)  # before anything is touched
         path.mkdir(parents=True, exist_ok=True)
         strangers = sorted(p.name for p in path.iterdir() if not runfiles.is_run_file(p.name))
         if strangers:
@@ -95,8 +102,17 @@ class RunDir:
     def finish(self, save: Save) -> str:
         return save(self.path / protocol.CHECKPOINT)
 
+    def write_summary(self, **document: Any) -> None:
+        write_summary(self.path, **document)
+
     def close(self) -> None:
         self._held.close()
+
+
+def cadence(every: int, keep: int) -> tuple[int, int]:
+    """A generation every `every` steps (0: never) and `keep` of them kept, held to the bounds of their flags:
+    `keep` below 1 would delete the newest generation right after writing it."""
+    return flag(CHECKPOINT_EVERY_FLAG).value(every), flag(KEEP_FLAG).value(keep)
 
 
 def serve(
@@ -114,7 +130,8 @@ def serve(
 
 
 def prune(run: Path, keep: int) -> list[Path]:
-    """Delete all but the newest `keep` generations; call only right after a verified write."""
+    """Delete all but the newest `keep` (>= 1) generations; call only right after a verified write."""
+    flag(KEEP_FLAG).value(keep)
     removed = [path for _, path in runfiles.generations(run)[keep:]]
     for path in removed:
         fingerprint.sidecar(path).unlink(missing_ok=True)

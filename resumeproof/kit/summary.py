@@ -3,8 +3,9 @@
 `to_json` accepts what training state is made of (tensors, NumPy arrays and scalars, state dicts
 with int keys, tuples, OrderedDicts, dtypes and devices) and nothing else: an object it does not
 know is an error naming its path, never a silent `str()`. Floats keep every bit: Python's JSON
-writes the shortest repr, which reads back to the same float64. `meta.parts` (revision 1.2), the
-parts the trainer's `--omit` accepts, is filled in from the kit's flags when they were parsed.
+writes the shortest repr, which reads back to the same float64. `meta` is written as given: a run's
+flags say what it must hold (`ProtocolArgs.meta()`: the omitted and the declared parts), and a
+`kit.Run` adds it by itself.
 """
 
 from collections.abc import Mapping
@@ -16,7 +17,6 @@ import torch
 
 from resumeproof.common import fingerprint, protocol
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.kit import flags
 
 
 class SummaryError(ResumeproofError):
@@ -63,31 +63,19 @@ def write_summary(
     eval: Any,
     meta: Any = None,
 ) -> dict[str, Any]:
-    """Write OUTPUT/summary.json (atomically) and return the document; meta gains the declared parts."""
+    """Write OUTPUT/summary.json (atomically) and return the document."""
     if len(history) != step or [r.get("step") for r in history] != list(range(1, step + 1)):
         raise SummaryError(f"history must hold one record per update 1..{step}, it holds {len(history)}")
-    if "lr" not in next:
+    if protocol.LR not in next:
         raise SummaryError("next must hold the lr the next update would use")
     document = {
-        "protocol": protocol.PROTOCOL,
-        "step": step,
-        "history": to_json(history, "history"),
-        "state": to_json(state, "state"),
-        "next": to_json(next, "next"),
-        "eval": to_json(eval, "eval"),
-        "meta": to_json(_with_parts(meta, flags.declared_parts()), "meta"),
+        protocol.PROTOCOL_KEY: protocol.PROTOCOL,
+        protocol.STEP: step,
+        protocol.HISTORY: to_json(history, protocol.HISTORY),
+        protocol.STATE: to_json(state, protocol.STATE),
+        protocol.NEXT: to_json(next, protocol.NEXT),
+        protocol.EVAL: to_json(eval, protocol.EVAL),
+        protocol.META: to_json(meta, protocol.META),
     }
     fingerprint.write_atomic(output / protocol.SUMMARY, protocol.dumps(document).encode())
     return document
-
-
-def _with_parts(meta: Any, parts: tuple[str, ...] | None) -> Any:
-    """meta with `parts`, as the kit's flags declared them; the caller's own meta.parts wins, a meta that is
-    not an object is left as it is, and a trainer that never parsed the kit's flags declares nothing."""
-    if parts is None:
-        return meta
-    if meta is None:
-        return {protocol.META_PARTS: list(parts)}
-    if isinstance(meta, Mapping) and protocol.META_PARTS not in meta:
-        return {**meta, protocol.META_PARTS: list(parts)}
-    return meta

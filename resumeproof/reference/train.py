@@ -19,7 +19,7 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,22 +29,31 @@ import torch
 from torch import nn
 
 from resumeproof import kit
-from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, PROGRESS, SCALER, SCHEDULER, rng_part, standard_parts
-from resumeproof.kit import data, flat, generators, layout, pivot, resume, torch_setup
+from resumeproof.common.protocol import DATA, LR, MODEL, OPTIMIZER, RANK_PARTS, RNG, SCALER, SCHEDULER, standard_parts
+from resumeproof.kit import data, flat, generators, layout, pivot, resume, state_dicts, torch_setup
 from resumeproof.kit.distributed import reduce, single, tree
 from resumeproof.kit.distributed import state as dcp_state
-from resumeproof.kit.layout import CONFIG, FORMAT, FORMAT_KEY, HISTORY, IDENTITY, PROVENANCE, RNG, VERSIONS
 
 PROG = "train.py"  # how this trainer signs its messages, whichever way it was started
 DATA_FILE = Path(__file__).with_name("synthetic.csv")  # package data; data/make_data.py regenerates it
 # The code identity: this module and the kit modules that decide what it computes or restores.
-CODE = [Path(inspect.getfile(module)) for module in (sys.modules[__name__], generators, layout, data, torch_setup,
-                                                     pivot, resume, single, reduce, tree, dcp_state)]  # fmt: skip
+DECIDING = (generators, layout, state_dicts, data, torch_setup, pivot, resume, single, reduce, tree, dcp_state)
+CODE = [Path(inspect.getfile(module)) for module in (sys.modules[__name__], *DECIDING)]
 DROPOUT_RNG: dict[str, dict[str, Any]] = {"cpu": {"torch": torch.default_generator}, "cuda": {"cuda": torch.cuda}}
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}  # half-precision forward passes, float32 weights
 PRECISIONS = ("float64", "float32", *AUTOCAST)  # fp16 also scales the loss: a GradScaler, the part "scaler"
-PARTS = (*standard_parts(("python", "numpy", "torch", "cuda")), SCALER, *kit.distributed.RANK_PARTS)  # in any run
+PARTS = (*standard_parts(("python", "numpy", "torch", "cuda")), SCALER, *RANK_PARTS)  # of any run: --omit's table
 Par = kit.distributed.Parallel  # the calls of one process, or of this rank of a torchrun group
+
+
+@dataclass(frozen=True, kw_only=True)
+class Started:
+    """Where the updates start from: a resumed checkpoint (with its pivots), a flat file, or nothing."""
+
+    source: Path | None = None  # meta.resumed_from
+    provenance: list[dict[str, Any]] = field(default_factory=list)  # every pivot of the run so far
+    marks: dict[str, Any] = field(default_factory=dict)  # for the first resumed record: a pivot, a foreign identity
+    pivoted: dict[str, list[float]] = field(default_factory=dict)  # what this resume's pivot changed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,8 +99,9 @@ class Net(nn.Module):  # 2 -> 8 -> 1 with tanh; dropout multiplies by a mask the
 
 def build(exp: Experiment, prepare: Callable[[nn.Module], None] = lambda model: None) -> layout.Training:
     torch.manual_seed(exp.seed)  # the initial weights (drawn on the CPU), then the dropout masks (on the device)
-    gens = kit.Generators(python=random.Random(exp.seed), numpy=np.random.Generator(np.random.PCG64(exp.seed)),
-                          **DROPOUT_RNG[exp.device])  # fmt: skip
+    gens = kit.Generators(
+        python=random.Random(exp.seed), numpy=np.random.Generator(np.random.PCG64(exp.seed)), **DROPOUT_RNG[exp.device]
+    )
     model = Net(exp).to(exp.device)
     prepare(model)  # under torchrun: DDP, or FSDP2 sharding the parameters before the optimizer sees them
     optimizer = torch.optim.Adam(model.parameters(), lr=exp.lr)
@@ -99,45 +109,9 @@ def build(exp: Experiment, prepare: Callable[[nn.Module], None] = lambda model: 
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=exp.lr_step, gamma=exp.lr_gamma)
     order = kit.ShuffledOrder.fresh(exp.rows, gens["numpy"])
     scaler = torch.amp.GradScaler(exp.device, 2.0**8, growth_interval=4, enabled=exp.precision == "fp16")  # fp16 only
-    return layout.Training(model=model, optimizer=optimizer, scheduler=scheduler, generators=gens, order=order,
-                           scaler=scaler)  # fmt: skip
-
-
-# Under torchrun par's state dicts are DCP's and par.save writes a DCP directory; one process: torch.save.
-def checkpoint(t: layout.Training, par: Par, config: dict, identity: dict, provenance: list) -> dict[str, Any]:
-    """Every state that decides the next updates, after a completed update; restore() mirrors it."""
-    model, optimizer = par.get_state_dict(t.model, t.optimizer)
-    return {
-        FORMAT_KEY: FORMAT,
-        MODEL: model,
-        OPTIMIZER: optimizer,
-        SCHEDULER: t.scheduler.state_dict(),
-        **({SCALER: t.scaler.state_dict()} if t.has_scaler else {}),  # fp16: the loss scale, its growth tracker
-        RNG: t.generators.state(),  # on CUDA: every device's generator (the dropout masks), as torch.cuda saves it
-        DATA: t.order.state_dict(),  # the epoch's permutation, the position in it, the epoch
-        PROGRESS: {"step": t.step},
-        HISTORY: t.history,
-        CONFIG: config,  # checked on resume, never restored: another experiment is refused
-        VERSIONS: kit.versions(),  # these two differ only when --override-identity accepts it
-        IDENTITY: identity,
-        PROVENANCE: provenance,  # the deliberate pivots the run went through
-    }
-
-
-def restore(state: dict[str, Any], t: layout.Training, par: Par, omit: frozenset[str]) -> None:
-    """checkpoint() back, section by section, generators last; an omitted part keeps its freshly built state."""
-    model, optimizer = state[MODEL] if MODEL not in omit else None, state[OPTIMIZER] if OPTIMIZER not in omit else None
-    par.set_state_dict(t.model, t.optimizer, model_state_dict=model, optim_state_dict=optimizer)
-    if SCHEDULER not in omit:
-        t.scheduler.load_state_dict(state[SCHEDULER])
-    if t.has_scaler and SCALER not in omit:
-        t.scaler.load_state_dict(state[SCALER])
-    if DATA not in omit:
-        t.order.load_state_dict(state[DATA])
-    if PROGRESS not in omit:
-        t.step, t.history = state[PROGRESS]["step"], list(state[HISTORY])
-    # Last, right before the loop: nothing may draw from a generator between its restore and the first update.
-    t.generators.restore(state[RNG], [name for name in t.generators.names if rng_part(name) not in omit])
+    return layout.Training(
+        model=model, optimizer=optimizer, scheduler=scheduler, generators=gens, order=order, scaler=scaler
+    )
 
 
 def train_step(exp: Experiment, t: layout.Training, x: torch.Tensor, y: torch.Tensor, par: Par) -> dict[str, Any]:
@@ -162,6 +136,61 @@ def train_step(exp: Experiment, t: layout.Training, x: torch.Tensor, y: torch.Te
     return kit.record(t.step, rows, lr, loss, **({"scale": scale} if t.has_scaler else {}))
 
 
+def parts(exp: Experiment) -> tuple[str, ...]:
+    """What --omit accepts: this run's sections and generators, its GradScaler at fp16, and the rank-local parts,
+    which a run without other ranks withdraws (kit.Run)."""
+    return (*layout.parts(("python", "numpy", *DROPOUT_RNG[exp.device]), scaler=exp.precision == "fp16"), *RANK_PARTS)
+
+
+def resume_or_start(run: kit.Run, t: layout.Training, exp: Experiment, par: Par, flat_file: Path | None) -> Started:
+    """Restore what the run continues from (generators last, then a declared pivot), or a flat file, or nothing."""
+    if run.resumed is None:
+        if flat_file is not None:
+            flat.restore(flat.read(flat_file), t.model, t.optimizer)  # weights and Adam moments alone: not enough
+        return Started(source=flat_file)
+    resumed = run.resumed
+    # Last, right before the loop: nothing may draw from a generator between its restore and the first update.
+    t.generators.restore(resumed.state[RNG], layout.restore(resumed.state, t, resumed.omit, by=par))
+    pivoted = pivot.apply_lr(exp.lr, t.optimizer, t.scheduler)  # --pivot lr=V: onto the restored schedule; else a no-op
+    provenance, marks = resumed.provenance(t.step, pivoted), resumed.marks(pivoted)
+    return Started(source=resumed.source, provenance=provenance, marks=marks, pivoted=pivoted)
+
+
+def summary(t: layout.Training, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+    """What the verifier compares, under the checkpoint's own names; evaluation draws nothing (no dropout mask)."""
+    with torch.no_grad():
+        predictions = t.model(x)
+    state = {MODEL: t.model.state_dict(), OPTIMIZER: t.optimizer.state_dict(), SCHEDULER: t.scheduler.state_dict()}
+    state |= {SCALER: t.scaler.state_dict()} if t.has_scaler else {}
+    return {
+        "step": t.step,
+        "history": t.history,
+        "state": {**state, DATA: t.order.state_dict()},
+        "next": {LR: t.optimizer.param_groups[0][LR], RNG: t.generators.peek()},
+        "eval": {"mse": nn.functional.mse_loss(predictions, y).item(), "predictions": predictions.flatten()},
+    }
+
+
+def meta(run: kit.Run, begun: Started, setup: torch_setup.Setup, exp: Experiment) -> dict[str, Any]:
+    """What the summary records and the verifier never compares: an omitted part must show in behaviour."""
+    args = run.args
+    return {
+        "argv": sys.argv,
+        "resumed_from": str(begun.source) if begun.source else None,
+        "stopped_by": run.stopped_by,
+        "checkpoint_every": args.checkpoint_every,
+        "pace": args.pace,
+        "provenance": begun.provenance,
+        "versions": kit.versions(),
+        "threads": setup.threads,
+        "dtype": setup.dtype,
+        "precision": exp.precision,
+        "device": setup.device,
+        "gpu": kit.device_identity(setup.device),
+        "torch_setup": setup.path,
+    }
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @kit.flags.click_options(PARTS, long_runs=True)
 @click.option("--resume-flat", type=click.Path(path_type=Path), help="Start from a flat weights+moments file only.")
@@ -170,31 +199,25 @@ def train_step(exp: Experiment, t: layout.Training, x: torch.Tensor, y: torch.Te
 @click.option("--device", type=click.Choice(tuple(DROPOUT_RNG)), default="cpu", help="cuda: the GPU (docs/gpu.md).")
 @click.option("--precision", type=click.Choice(PRECISIONS), default="float64", help="bf16, fp16: autocast (AMP).")
 @click.option("--override-identity", is_flag=True, help="Resume a checkpoint from other code, data or versions.")
-@click.option("--pivot", "pivots", multiple=True, metavar="KEY=VALUE",
-              help=f"Change the experiment on resume (recorded): {', '.join(pivot.PIVOTS)}.")  # fmt: skip
+@click.option(
+    "--pivot",
+    "pivots",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help=f"Change the experiment on resume (recorded): {', '.join(pivot.PIVOTS)}.",
+)
 @kit.distributed.click_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 def main(protocol, resume_flat, seed, hidden, device, precision, override_identity, pivots, distributed, debug) -> None:
     """Train the reference experiment and write a fingerprinted checkpoint; also on SIGUSR1, and on SIGTERM to stop."""
-    if resume_flat is not None and (protocol.resume is not None or protocol.resume_auto):
-        raise click.UsageError("give --resume or --resume-flat, not both")
-    if kit.distributed.launched():  # each rank refuses alone, before a group can half-form
-        with kit.exit_on_error(kit.distributed.signed(PROG), debug):
-            if (device, precision) != ("cpu", "float64"):  # NCCL, mixed precision: not covered
-                said = f"--device {device} --precision {precision}"
-                raise kit.ResumeproofError(f"{said}: torchrun runs cpu float64, no NCCL")
-            if resume_flat is not None:
-                raise kit.ResumeproofError("--resume-flat: a flat file resumes one process, not a torchrun group")
+    refuse_before_the_group(protocol, resume_flat, device, precision, debug)
     with kit.distributed.session(PROG, debug, distributed) as world:  # under torchrun: the gloo group
         started = time.perf_counter()
         changes = pivot.parse(pivots)  # a pivot is a change of the experiment, declared on a resume
-        exp = Experiment(seed=seed, hidden=hidden, lr=changes.get("lr", Experiment.lr), device=device,
-                         precision=precision)  # fmt: skip
-        if device == "cuda" and not torch.cuda.is_available():
-            raise kit.ResumeproofError(f"--device cuda: CUDA is not available (torch {torch.__version__})")
-        own = layout.parts(("python", "numpy", *DROPOUT_RNG[device]), scaler=precision == "fp16")  # this run's parts
-        args = kit.flags.build((*own, *kit.distributed.RANK_PARTS), **click.get_current_context().params)  # --omit
-        parts = [*own, *(kit.distributed.RANK_PARTS if world is not None else ())]  # one process refuses those itself
+        exp = Experiment(
+            seed=seed, hidden=hidden, lr=changes.get("lr", Experiment.lr), device=device, precision=precision
+        )
+        args = kit.flags.build(parts(exp), **click.get_current_context().params)  # --omit, held to this run's parts
         if not args.resume_auto:
             kit.refuse_existing(args.output)  # before any work, so that a refused run leaves nothing behind
         setup = kit.configure_torch(dtype=torch.float64 if precision == "float64" else torch.float32, device=device)
@@ -202,51 +225,53 @@ def main(protocol, resume_flat, seed, hidden, device, precision, override_identi
         par = kit.distributed.parallel(world, distributed, exp.batch)  # one process, or this rank of W
         t = build(exp, par.prepare)
         config, identity = asdict(exp), kit.identity(CODE, [DATA_FILE])
-        checks = resume.Options(training=t, config=config, identity=identity, rows_per_step=exp.batch,
-                                accept_foreign=override_identity, pivot=changes,
-                                warn=lambda message: click.echo(f"{PROG}: {message}", err=True))  # fmt: skip
-        run_dir, resumed = par.open_run(args, checks)  # found, loaded and validated; nothing restored yet
-        source, provenance, marks, pivoted = resume_flat, [], {}, {}
-        if resumed is not None:
-            restore(resumed.state, t, par, resumed.omit)
-            # --pivot lr=V made exp.lr V: the restored schedule moves onto it here, and nowhere else (else a no-op).
-            pivoted = pivot.apply_lr(exp.lr, t.optimizer, t.scheduler)
-            source, provenance, marks = resumed.source, resumed.provenance(t.step, pivoted), resumed.marks(pivoted)
-        elif source is not None:
-            flat.restore(flat.read(source), t.model, t.optimizer)  # weights and Adam moments alone: not enough
-        run_dir.enter_loop(t.step, resumed_from=str(source) if source else None, pivot=pivoted or None)
+        checks = resume.Options(
+            training=t,
+            config=config,
+            identity=identity,
+            rows_per_step=exp.batch,
+            warn=warn,
+            accept_foreign=override_identity,
+            pivot=changes,
+        )  # what a checkpoint must match
+        run = par.open_run(args, checks)
+        begun = resume_or_start(run, t, exp, par, resume_flat)  # found, loaded and validated by open_run
+        run.enter_loop(t.step, resumed_from=str(begun.source) if begun.source else None, pivot=begun.pivoted or None)
         ready = time.perf_counter()
 
-        def save(path: Path) -> str:
-            return par.save(path, checkpoint(t, par, config, identity, provenance))
+        def save(path: Path) -> str:  # under torchrun: DCP's state dicts, a DCP directory; one process: torch.save
+            return par.save(path, layout.capture(t, config, identity, begun.provenance, by=par))
 
-        for i in range(args.updates_from(t.step)):
-            record = train_step(exp, t, x, y, par) | (marks if i == 0 else {})
+        for i in range(run.args.updates_from(t.step)):
+            record = train_step(exp, t, x, y, par) | (begun.marks if i == 0 else {})
             t.history.append(record)
-            run_dir.log(record)
-            if run_dir.after_update(t.step, save):  # SIGUSR1, SIGTERM, --checkpoint-every
+            run.log(record)
+            if run.after_update(t.step, save):  # SIGUSR1, SIGTERM, --checkpoint-every
                 break
-            time.sleep(args.pace)
+            time.sleep(run.args.pace)
         trained = time.perf_counter()
-        digest = run_dir.finish(save)
-        written = time.perf_counter()
-        with torch.no_grad():  # no mask: evaluation draws nothing from any generator
-            predictions = t.model(x)
-        par.write_summary(  # under torchrun: rank 0, once every rank is done
-            args.output, step=t.step, history=t.history,
-            state={"params": t.model.state_dict(), "optimizer": t.optimizer.state_dict(),
-                   "scheduler": t.scheduler.state_dict(), **({SCALER: t.scaler.state_dict()} if t.has_scaler else {}),
-                   "progress": {"epoch": t.order.epoch, "cursor": t.order.cursor, "permutation": t.order.permutation}},
-            next={"lr": t.optimizer.param_groups[0]["lr"], "rng": t.generators.peek()},
-            eval={"mse": nn.functional.mse_loss(predictions, y).item(), "predictions": predictions.flatten()},
-            meta={  # never compared: the omitted parts must show in behaviour, not in a label
-                "argv": sys.argv, "resumed_from": str(source) if source else None, "omitted": sorted(args.omit),
-                "checkpoint_every": args.checkpoint_every, "stopped_by": run_dir.stopped_by, "provenance": provenance,
-                "pace": args.pace, "checkpoint_sha256": digest, "versions": kit.versions(), "identity": identity,
-                "threads": setup.threads, "dtype": setup.dtype, "precision": precision, "device": setup.device,
-                "gpu": kit.device_identity(setup.device), "torch_setup": setup.path, "parts": parts,
-                "seconds": {"setup": ready - started, "train": trained - ready, "checkpoint": written - trained},
-                **par.meta(),  # under torchrun: world size, backend, reduction, worker pids
-            },
-        )  # fmt: skip
-        run_dir.close()
+        digest = run.save_final(save)
+        seconds = {"setup": ready - started, "train": trained - ready, "checkpoint": time.perf_counter() - trained}
+        described = {"checkpoint_sha256": digest, "identity": identity, "seconds": seconds, **par.meta()}
+        run.write_summary(**summary(t, x, y), meta=meta(run, begun, setup, exp) | described)
+        run.close()
+
+
+def refuse_before_the_group(
+    protocol: kit.ProtocolArgs, flat_file: Path | None, device: str, precision: str, debug: bool
+) -> None:
+    """What this trainer refuses on its own, said by every rank alone before a gloo group can half-form."""
+    if flat_file is not None and (protocol.resume is not None or protocol.resume_auto):
+        raise click.UsageError("give --resume or --resume-flat, not both")
+    with kit.exit_on_error(kit.distributed.signed(PROG), debug):
+        if kit.distributed.launched() and (device, precision) != ("cpu", "float64"):  # NCCL, mixed precision
+            raise kit.ResumeproofError(f"--device {device} --precision {precision}: torchrun runs cpu float64, no NCCL")
+        if kit.distributed.launched() and flat_file is not None:
+            raise kit.ResumeproofError("--resume-flat: a flat file resumes one process, not a torchrun group")
+        if device == "cuda" and not torch.cuda.is_available():
+            raise kit.ResumeproofError(f"--device cuda: CUDA is not available (torch {torch.__version__})")
+
+
+def warn(message: str) -> None:
+    """What --resume auto skipped or removed on the way, on stderr."""
+    click.echo(f"{PROG}: {message}", err=True)

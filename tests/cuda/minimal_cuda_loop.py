@@ -64,5 +64,5 @@ kit.write_summary(
     state={key: state[key] for key in ("model", "optimizer", "scheduler", "data")},
     next={"lr": optimizer.param_groups[0]["lr"], "rng": gens.peek()},
     eval={"mse": torch.nn.functional.mse_loss(model.eval()(x), y).item()},
-    meta={"omitted": sorted(args.omit), "device": setup.device, "gpu": kit.device_identity(setup.device)},
+    meta={**args.meta(), "device": setup.device, "gpu": kit.device_identity(setup.device)},
 )

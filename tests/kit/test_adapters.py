@@ -16,7 +16,6 @@ from resumeproof import kit
 from resumeproof.common import manifest, protocol
 from resumeproof.kit.adapters import common
 from resumeproof.kit.adapters.common import draws_from_globals
-from resumeproof.kit.run import ProtocolRun
 from tests.helpers import REPO, run_script
 
 pytestmark = pytest.mark.xdist_group("adapters")  # one worker: the module's runs are made once
@@ -159,9 +158,10 @@ def test_the_adapters_offer_the_standard_parts_of_the_global_generators_and_the_
     assert common.PARTS[-1] == protocol.SCALER and common.PARTS[:-1] == common.STANDARD_PARTS
 
 
-def protocol_run(tmp_path, *flags: str) -> ProtocolRun:
-    argv = ["--steps", "1", "--output", str(tmp_path / "out"), "--resume", str(tmp_path / "c"), *flags]
-    return ProtocolRun(kit.flags.parse(argv, parts=common.PARTS), parts=common.PARTS)
+def protocol_run(tmp_path, *flags: str) -> kit.Run:
+    output = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+    argv = ["--steps", "1", "--output", str(output), "--resume", str(tmp_path / "c"), *flags]
+    return kit.Run(kit.flags.parse(argv, parts=common.PARTS), kit.RunDir.create(output))
 
 
 def test_a_run_without_a_gradscaler_withdraws_the_scaler_part_and_refuses_to_omit_it(tmp_path):
@@ -258,7 +258,7 @@ def test_without_a_gradscaler_the_scaler_is_not_offered(interrupted, framework):
 
 
 def test_without_a_gradscaler_omitting_it_is_refused(tmp_path, interrupted):
-    """The refusal is the kit's own (ProtocolRun.withdraw), the same for every adapter: one framework shows it."""
+    """The refusal is the kit's own (Run.withdraw), the same for every adapter: one framework shows it."""
     framework = "accelerate"
     proc, out = resume(tmp_path, interrupted(framework), framework, "--omit=scaler")
     last = proc.stderr.strip().splitlines()[-1]

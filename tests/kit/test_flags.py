@@ -12,17 +12,11 @@ from click.testing import CliRunner
 
 from resumeproof import kit
 from resumeproof.common import protocol
-from resumeproof.kit import flags
+from resumeproof.kit import flags, rundir
 from resumeproof.kit.flags import FlagError
 
 PARTS = ("model", "optimizer", "rng-python", "rng-torch", "data")
 REFUSED = "refused"
-
-
-@pytest.fixture(autouse=True)
-def no_flags_parsed_yet(monkeypatch):
-    """Each test starts as a fresh process does: no kit flags parsed, no parts declared."""
-    monkeypatch.setattr(flags, "_declared_parts", None)
 
 
 def by_argparse(argv: list[str], long_runs: bool = True) -> kit.ProtocolArgs | str:
@@ -92,10 +86,20 @@ def test_every_value_means_the_same_through_argparse_and_click(flag, text, meant
         assert getattr(through_argparse, flags.dest(flag)) == meant
 
 
-def test_keep_0_is_refused_by_both_forms_not_replaced_by_the_default():
+def test_keep_0_is_refused_by_both_forms_and_by_the_objects_that_use_it(tmp_path):
     argv = argv_with(protocol.KEEP_FLAG, "0")
     assert by_argparse(argv).endswith("argument --keep: must be at least 1, not 0")
     assert by_click(argv).endswith("Invalid value for '--keep': must be at least 1, not 0")
+    refusal = "--keep: must be at least 1, not 0"  # where the value is used, not only where it is parsed
+    for use in (
+        lambda: kit.ProtocolArgs(output=Path("o"), steps=1, keep=0),
+        lambda: kit.RunDir.create(tmp_path / "run", keep=0),
+        lambda: kit.RunDir.in_place(tmp_path / "auto", kit.load_checkpoint, len, print, keep=0),
+        lambda: rundir.prune(tmp_path, 0),
+    ):
+        with pytest.raises(FlagError, match=refusal):
+            use()
+    assert not (tmp_path / "run").exists() and not (tmp_path / "auto").exists()  # refused before anything is made
 
 
 def test_checkpoint_every_0_means_never_on_both_forms_and_is_the_default():
@@ -106,7 +110,7 @@ def test_checkpoint_every_0_means_never_on_both_forms_and_is_the_default():
 def test_absent_long_run_flags_take_the_tables_defaults_on_both_forms():
     argv = ["--until-step=4", "--output=o"]
     assert by_argparse(argv) == by_click(argv)
-    assert (by_argparse(argv).keep, by_argparse(argv).pace) == (3, 0.0)
+    assert (by_argparse(argv).keep, by_argparse(argv).pace) == (protocol.DEFAULT_KEEP, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -230,40 +234,22 @@ def test_restored_generators_are_those_whose_rng_part_omit_does_not_name():
 # -- meta.parts in summary.json -----------------------------------------------------------------------
 
 
-def write(output: Path, meta: object = None) -> dict:
-    kit.write_summary(output, step=0, history=[], state={}, next={"lr": 0.1}, eval={}, meta=meta)
-    return json.loads((output / protocol.SUMMARY).read_text())["meta"]
+def test_the_flags_say_what_every_summarys_meta_holds_the_omitted_and_the_declared_parts():
+    args = by_argparse(["--steps=1", "--output=o", "--resume=c", "--omit=optimizer,model"])
+    assert args.meta() == {protocol.META_OMITTED: ["model", "optimizer"], protocol.META_PARTS: list(PARTS)}
+    assert by_click(["--steps=1", "--output=o", "--resume=c", "--omit=optimizer,model"]).meta() == args.meta()
 
 
-def test_declared_parts_reach_summary_meta_through_write_summary_after_argparse(tmp_path):
-    flags.parse(["--steps=1", "--output=o"], parts=PARTS)
-    assert write(tmp_path) == {protocol.META_PARTS: list(PARTS)}
-    assert write(tmp_path, {"omitted": []}) == {"omitted": [], protocol.META_PARTS: list(PARTS)}
+def test_a_withdrawn_part_leaves_meta_parts_and_omitting_it_is_refused_with_the_reason():
+    args = by_argparse(["--steps=1", "--output=o"]).withdrawn("data", "this loop has no data position")
+    assert args.meta()[protocol.META_PARTS] == ["model", "optimizer", "rng-python", "rng-torch"]
+    omitting = by_argparse(["--steps=1", "--output=o", "--resume=c", "--omit=data"])
+    with pytest.raises(FlagError, match="--omit=data: this loop has no data position; there is nothing to omit"):
+        omitting.withdrawn("data", "this loop has no data position")
 
 
-def test_declared_parts_reach_summary_meta_through_write_summary_after_click(tmp_path):
-    @click.command()
-    @flags.click_options(PARTS[:2])
-    def command(protocol: kit.ProtocolArgs) -> None:
-        write(tmp_path, {"omitted": sorted(protocol.omit)})
-
-    result = CliRunner().invoke(command, ["--steps=1", "--output=o", "--resume=c", "--omit=optimizer"])
-    assert result.exit_code == 0, result.output
-    assert json.loads((tmp_path / protocol.SUMMARY).read_text())["meta"] == {
-        "omitted": ["optimizer"], protocol.META_PARTS: ["model", "optimizer"],
-    }  # fmt: skip
-
-
-def test_a_callers_own_meta_parts_is_kept(tmp_path):
-    flags.parse(["--steps=1", "--output=o"], parts=PARTS)
-    assert write(tmp_path, {protocol.META_PARTS: ["model"]}) == {protocol.META_PARTS: ["model"]}
-
-
-def test_a_meta_that_is_not_an_object_is_left_alone(tmp_path):
-    flags.parse(["--steps=1", "--output=o"], parts=PARTS)
-    assert write(tmp_path, ["a", "list"]) == ["a", "list"]
-
-
-def test_a_trainer_that_never_parsed_the_kits_flags_writes_no_meta_parts(tmp_path):
-    assert write(tmp_path) is None
-    assert write(tmp_path, {"omitted": []}) == {"omitted": []}
+def test_write_summary_writes_meta_as_given_nothing_from_flags_parsed_earlier(tmp_path):
+    flags.parse(["--steps=1", "--output=o"], parts=PARTS)  # no process-wide memory of the last parse
+    for meta in (None, {"omitted": []}, ["not", "an", "object"]):
+        kit.write_summary(tmp_path, step=0, history=[], state={}, next={"lr": 0.1}, eval={}, meta=meta)
+        assert json.loads((tmp_path / protocol.SUMMARY).read_text())["meta"] == meta

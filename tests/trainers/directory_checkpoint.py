@@ -100,5 +100,5 @@ if namespace.variant == "extra-file":
 kit.write_summary(
     args.output, step=step, history=history, state={"model": model.state_dict(), "optimizer": optimizer.state_dict()},
     next={"lr": optimizer.param_groups[0]["lr"], "rng": gens.peek()},
-    eval={"mse": torch.nn.functional.mse_loss(model.eval()(x), y).item()}, meta={"omitted": sorted(args.omit)},
+    eval={"mse": torch.nn.functional.mse_loss(model.eval()(x), y).item()}, meta=args.meta(),
 )  # fmt: skip

@@ -54,5 +54,5 @@ kit.save_checkpoint(args.output / "checkpoint.pt", state)
 kit.write_summary(
     args.output, step=step, history=history, state={"model": model.state_dict(), "cursor": cursor},
     next={"lr": 0.05, "rng": gens.peek()}, eval={"mse": torch.nn.functional.mse_loss(model.eval()(x), y).item()},
-    meta={"omitted": sorted(args.omit)},
+    meta=args.meta(),
 )  # fmt: skip

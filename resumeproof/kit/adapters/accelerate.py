@@ -31,7 +31,7 @@ from resumeproof.common import protocol
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.kit.adapters import common
 from resumeproof.kit.adapters.common import draws_from_globals, omissions_kept, restored_generators, warn
-from resumeproof.kit.run import ProtocolRun
+from resumeproof.kit.run import Run
 
 PARTS = common.PARTS
 RNG_FILE = "random_states_0.pkl"  # save_accelerator_state: one per process; this adapter runs one process
@@ -60,7 +60,7 @@ class Resumable:
     """What save_state and load_state carry for one protocol run: the Accelerator's prepared model, optimizer and
     scheduler (one of each, read from the lists save_state itself walks), and the prepared training loader."""
 
-    run: ProtocolRun
+    run: Run
     accelerator: Accelerator
     loader: Any  # the prepared training DataLoader
 
@@ -89,7 +89,7 @@ class Resumable:
         if self.run.resume is None:
             return Position(epoch=0, batch=0)
         self._warn_inexact()
-        parts = {"model": self.model, "optimizer": self.optimizer, "scheduler": self.scheduler}
+        parts = {protocol.MODEL: self.model, protocol.OPTIMIZER: self.optimizer, protocol.SCHEDULER: self.scheduler}
         if self.scaler is not None:
             parts[protocol.SCALER] = self.scaler
             if not (self.run.resume / SCALER_FILE).is_file():  # load_state would fail with a traceback
@@ -101,7 +101,7 @@ class Resumable:
         with omissions_kept(self.run, **parts):
             self.accelerator.load_state(str(self.run.resume))
         self._check_generators(self.run.resume / RNG_FILE)
-        if "data" in self.run.omit:
+        if protocol.DATA in self.run.omit:
             return Position(epoch=0, batch=0)
         epoch, batch = divmod(self.run.start_step, len(self.loader))
         return Position(epoch=epoch, batch=batch)
@@ -111,9 +111,9 @@ class Resumable:
         folder = self.run.scratch / f"step_{len(self.run.history)}"
         self.accelerator.save_state(str(folder))
         state = {
-            "model": self.accelerator.unwrap_model(self.model).state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
+            protocol.MODEL: self.accelerator.unwrap_model(self.model).state_dict(),
+            protocol.OPTIMIZER: self.optimizer.state_dict(),
+            protocol.SCHEDULER: self.scheduler.state_dict(),
             **({protocol.SCALER: self.scaler.state_dict()} if self.scaler is not None else {}),
         }
         self.run.finish(folder, state=state, eval=eval, lr=self.optimizer.param_groups[0]["lr"], meta=meta)

@@ -9,7 +9,7 @@ from typing import Any
 
 from resumeproof.common import protocol
 from resumeproof.kit.generators import Generators
-from resumeproof.kit.run import ProtocolRun
+from resumeproof.kit.run import Run
 
 # The global generators the frameworks save: python, numpy, torch, and cuda where CUDA is available.
 GLOBAL_GENERATORS = Generators.global_().names
@@ -21,17 +21,17 @@ PARTS = (*STANDARD_PARTS, protocol.SCALER)
 NO_SCALER = "the run has no GradScaler (fp16 mixed precision on a GPU makes one)"
 
 
-def omitted_generators(run: ProtocolRun) -> list[str]:
+def omitted_generators(run: Run) -> list[str]:
     """The global generators that `--omit` names."""
     return [name for name in GLOBAL_GENERATORS if protocol.rng_part(name) in run.omit]
 
 
-def restored_generators(run: ProtocolRun) -> list[str]:
+def restored_generators(run: Run) -> list[str]:
     """The global generators that a resume restores: those `--omit` does not name."""
     return [name for name in GLOBAL_GENERATORS if protocol.rng_part(name) not in run.omit]
 
 
-def offer_scaler(run: ProtocolRun, scaler: Any) -> None:
+def offer_scaler(run: Run, scaler: Any) -> None:
     """The scaler part exists only where the framework made a GradScaler: without one, `--omit=scaler` is refused
     and meta.parts leaves it out."""
     if scaler is None:
@@ -39,7 +39,7 @@ def offer_scaler(run: ProtocolRun, scaler: Any) -> None:
 
 
 @contextmanager
-def omissions_kept(run: ProtocolRun, **objects: Any) -> Iterator[None]:
+def omissions_kept(run: Run, **objects: Any) -> Iterator[None]:
     """Around a framework's own restore: every omitted part (an object with state_dict/load_state_dict, or a
     global generator) is put back to what it was before, exactly as if the framework had not restored it."""
     kept = {part: thing for part, thing in objects.items() if part in run.omit}

@@ -30,7 +30,7 @@ from resumeproof.common.errors import ResumeproofError
 from resumeproof.kit.adapters import common
 from resumeproof.kit.adapters.common import restored_generators, warn
 from resumeproof.kit.generators import Generators
-from resumeproof.kit.run import ProtocolRun
+from resumeproof.kit.run import Run
 
 PARTS = common.PARTS
 LEGACY_SCALER_KEY = "native_amp_scaling_state"  # where checkpoints of old Lightning releases keep the scaler
@@ -40,7 +40,7 @@ class GlobalRngState(pl.Callback):
     """Saves Python's, NumPy's and torch's global generators with every checkpoint and restores them on resume
     (the ones --omit names stay as seeded). Lightning saves none (docs/audit.md, L1)."""
 
-    def __init__(self, run: ProtocolRun) -> None:
+    def __init__(self, run: Run) -> None:
         self.run = run
 
     def state_dict(self) -> dict[str, Any]:
@@ -106,7 +106,7 @@ class ResumableLoader(DataLoader):
 class ProtocolCallback(pl.Callback):
     """One record per update, the --omit parts left as built, the epoch starts counted, and the summary."""
 
-    def __init__(self, run: ProtocolRun, rows_key: str = "idx") -> None:
+    def __init__(self, run: Run, rows_key: str = "idx") -> None:
         self.run, self.rows_key = run, rows_key
         self.epoch_starts = 0  # on_train_epoch_start calls over the whole trajectory (saved with the checkpoint)
         self._pending: tuple[list[int], float] | None = None
@@ -133,7 +133,7 @@ class ProtocolCallback(pl.Callback):
         if trainer.accumulate_grad_batches != 1:
             raise ResumeproofError("accumulate_grad_batches must be 1: the protocol records one update per batch")
         common.offer_scaler(self.run, _scaler(trainer))
-        if "model" in self.run.omit:  # as built, before Lightning restores the checkpoint into it
+        if protocol.MODEL in self.run.omit:  # as built, before Lightning restores the checkpoint into it
             self._fresh_model = copy.deepcopy(pl_module.state_dict())
 
     def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
@@ -141,7 +141,7 @@ class ProtocolCallback(pl.Callback):
             warn("Lightning saves no random generator (L1): add kit.adapters.lightning.GlobalRngState (docs/audit.md)")
         if self._fresh_model is not None:  # the model was restored just before the callbacks: put it back
             pl_module.load_state_dict(self._fresh_model)
-        if "data" in self.run.omit:
+        if protocol.DATA in self.run.omit:
             loops = checkpoint["loops"]["fit_loop"]["state_dict"]
             if not loops.get("combined_loader"):
                 raise ResumeproofError("--omit=data: the train DataLoader saves no position (Lightning restarts its "
@@ -171,9 +171,9 @@ class ProtocolCallback(pl.Callback):
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._loaded is None:
             return
-        if "optimizer" in self.run.omit:  # the freshly built states replace the saved ones
+        if protocol.OPTIMIZER in self.run.omit:  # the freshly built states replace the saved ones
             self._loaded["optimizer_states"] = [copy.deepcopy(o.state_dict()) for o in trainer.optimizers]
-        if "scheduler" in self.run.omit:
+        if protocol.SCHEDULER in self.run.omit:
             schedulers = [config.scheduler for config in trainer.lr_scheduler_configs]
             self._loaded["lr_schedulers"] = [copy.deepcopy(s.state_dict()) for s in schedulers]
 
@@ -207,10 +207,13 @@ class ProtocolCallback(pl.Callback):
             self.run.track(loader=loader.generator)
         optimizer = trainer.optimizers[0]
         state = {
-            "model": trainer.lightning_module.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": [config.scheduler.state_dict() for config in trainer.lr_scheduler_configs],
-            "progress": {"epochs": trainer.fit_loop.epoch_progress.state_dict(), "epoch_starts": self.epoch_starts},
+            protocol.MODEL: trainer.lightning_module.state_dict(),
+            protocol.OPTIMIZER: optimizer.state_dict(),
+            protocol.SCHEDULER: [config.scheduler.state_dict() for config in trainer.lr_scheduler_configs],
+            protocol.PROGRESS: {
+                "epochs": trainer.fit_loop.epoch_progress.state_dict(),
+                "epoch_starts": self.epoch_starts,
+            },
         }
         scaler = _scaler(trainer)
         if scaler is not None:

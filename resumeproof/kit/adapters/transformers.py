@@ -24,7 +24,7 @@ from resumeproof.common import protocol
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.kit.adapters import common
 from resumeproof.kit.adapters.common import draws_from_globals, omissions_kept, restored_generators, warn
-from resumeproof.kit.run import ProtocolRun
+from resumeproof.kit.run import Run
 
 PARTS = common.PARTS
 RNG_FILE = "rng_state.pth"  # Trainer._save_rng_state, one process
@@ -43,13 +43,13 @@ class _SaveAtLastStep(TrainerCallback):
 class ProtocolTrainer(Trainer):
     """A Trainer that speaks the protocol for `run`; every other argument is the Trainer's."""
 
-    def __init__(self, run: ProtocolRun, *args: Any, rows_key: str = "idx", **kwargs: Any) -> None:
+    def __init__(self, run: Run, *args: Any, rows_key: str = "idx", **kwargs: Any) -> None:
         kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), _SaveAtLastStep()]
         super().__init__(*args, **kwargs)
         self.run, self.rows_key = run, rows_key
         self._check_arguments()
         common.offer_scaler(run, self._scaler())
-        if "data" in run.omit:  # the Trainer's own switch for not fast-forwarding to the saved position
+        if protocol.DATA in run.omit:  # the Trainer's own switch for not fast-forwarding to the saved position
             self.args.ignore_data_skip = True
 
     def training_step(self, model: torch.nn.Module, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
@@ -65,10 +65,10 @@ class ProtocolTrainer(Trainer):
         folder = Path(str(self.args.output_dir)) / f"checkpoint-{self.state.global_step}"
         optimizer = self._built(self.optimizer)
         state = {
-            "model": self._built(self.model).state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": self._built(self.lr_scheduler).state_dict(),
-            "progress": {"global_step": self.state.global_step, "epoch": self.state.epoch},
+            protocol.MODEL: self._built(self.model).state_dict(),
+            protocol.OPTIMIZER: optimizer.state_dict(),
+            protocol.SCHEDULER: self._built(self.lr_scheduler).state_dict(),
+            protocol.PROGRESS: {"global_step": self.state.global_step, "epoch": self.state.epoch},
         }
         scaler = self._scaler()
         if scaler is not None:
@@ -77,7 +77,7 @@ class ProtocolTrainer(Trainer):
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
         self._warn_inexact()
-        if "model" not in self.run.omit:
+        if protocol.MODEL not in self.run.omit:
             super()._load_from_checkpoint(resume_from_checkpoint, model)
 
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:

@@ -17,14 +17,8 @@ Importing this package is cheap; torch.distributed.checkpoint and FSDP load only
 when one process resumes a DCP directory: `Single.open_run`).
 """
 
-from resumeproof.kit.distributed.options import (
-    DEFAULT_REDUCTION,
-    DEFAULT_TIMEOUT,
-    RANK_PARTS,
-    REDUCTIONS,
-    Options,
-    click_options,
-)
+from resumeproof.common.protocol import RANK_PARTS
+from resumeproof.kit.distributed.options import DEFAULT_REDUCTION, DEFAULT_TIMEOUT, REDUCTIONS, Options, click_options
 from resumeproof.kit.distributed.parallel import Parallel
 from resumeproof.kit.distributed.world import World, launched, session, signed
 

@@ -4,43 +4,33 @@ The same calls as Single (single.py), so that a trainer reads the same under bot
 
     par = kit.distributed.parallel(world, options, batch)
     par.prepare(model)                          # DDP or FSDP2, before the optimizer is built
-    run_dir, resumed = par.open_run(args, opts) # a DCP checkpoint, or one process's file: checked, not restored
+    run = par.open_run(args, opts)              # a DCP checkpoint, or one process's file: checked, not restored
     par.set_state_dict(model, optimizer, ...)   # DCP's set_state_dict: each rank's shards in place
     for rows in par.shards(): ...               # this rank's rows of the global batch
     par.save(path, checkpoint)                  # the trainer's dict, as DCP keys: every rank; rank 0 commits
-    par.write_summary(output, ...)              # full tensors gathered; rank 0 writes, after everyone
+    run.write_summary(...)                      # the shared run directory: full tensors gathered, rank 0 writes
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import nn
-from torch.distributed.tensor import DTensor
 
 from resumeproof.common import dcp_check
-from resumeproof.common.errors import ResumeproofError
-from resumeproof.common.protocol import DATA, OPTIMIZER, rng_part
+from resumeproof.common.protocol import DATA, OPTIMIZER, OTHER_RANKS_DATA, OTHER_RANKS_RNG, RANK_PARTS, rng_part
 from resumeproof.kit import layout, resume
 from resumeproof.kit.checkpoint import CheckpointError, save_directory
 from resumeproof.kit.checkpoint import read as read_checkpoint
 from resumeproof.kit.distributed import agree, dcp_io, state
-from resumeproof.kit.distributed.options import (
-    OTHER_RANKS_DATA,
-    OTHER_RANKS_RNG,
-    RANK_PARTS,
-    Options,
-    refuse_other_kind_in_place,
-    without_rank_parts,
-)
+from resumeproof.kit.distributed.options import Options, refuse_other_kind_in_place
 from resumeproof.kit.distributed.parallel import Parallel
 from resumeproof.kit.distributed.reduce import KINDS
 from resumeproof.kit.distributed.rundir import SharedRunDir, complete
 from resumeproof.kit.distributed.world import World, broadcast, gather_json, on_every_rank, on_main
 from resumeproof.kit.flags import ProtocolArgs
-from resumeproof.kit.summary import write_summary
+from resumeproof.kit.run import Resumed, Run
 
 DIRECTORY, FILE = "directory", "file"  # what --resume names: a DCP checkpoint, or a single process's file
 
@@ -77,10 +67,10 @@ class Group(Parallel):
     ) -> None:  # fmt: skip
         state.set_state_dicts(model, optimizer, model_state_dict, optim_state_dict)
 
-    def open_run(self, args: ProtocolArgs, options: resume.Options) -> tuple[SharedRunDir, resume.Resumed | None]:
+    def open_run(self, args: ProtocolArgs, options: resume.Options) -> Run:
         """Where this group continues from: fresh, --resume DIR or --resume auto; loaded and checked, not restored."""
-        if args.omit & set(RANK_PARTS) and self.world.size == 1:
-            raise ResumeproofError(f"--omit={sorted(args.omit & set(RANK_PARTS))[0]}: this run has no other ranks")
+        for part in RANK_PARTS if self.world.size == 1 else ():
+            args = args.withdrawn(part, "this run has no other ranks") if part in args.parts else args
         # A fault run stands for a trainer that made this mistake without the kit's guard.
         self.guard = not args.omit & set(RANK_PARTS)
         expected = options.expected()  # before the load: DCP's get_state_dict touches a fresh optimizer
@@ -98,13 +88,13 @@ class Group(Parallel):
             else:
                 found, foreign = self._read_file(source, expected, options)
             omit = self._omitted(args.omit, options.training.generators.names)
-            resumed = resume.Resumed(source=source, state=found, omit=omit, foreign=foreign)
+            resumed = Resumed(source=source, state=found, omit=omit, foreign=foreign)
         else:
             options.nothing_found()
         if not args.resume_auto:
             run_dir = SharedRunDir.create(self.world, args.output, every, keep)
         self.run_dir = run_dir
-        return run_dir, resumed
+        return Run(args, run_dir, resumed=resumed)
 
     def _read_file(
         self, source: Path, expected: layout.Expected, options: resume.Options
@@ -157,20 +147,15 @@ class Group(Parallel):
 
         return broadcast(self.world, save_directory(path, write))
 
-    def write_summary(self, output: Path, **document: Any) -> None:
-        """Gather what is sharded (every rank, in the same order), then rank 0 writes once everyone is done."""
-        gathered = _full(document)
-        dist.barrier()
-        if self.world.main:
-            write_summary(output, **gathered)
-
     def meta(self) -> dict[str, Any]:
         workers = self.run_dir.workers if self.run_dir is not None else []
-        alone = without_rank_parts() if self.world.size == 1 else {}
         return {
-            "world_size": self.world.size, "backend": self.world.backend, "reduction": self.options.chosen,
-            "dist_timeout": self.options.timeout, "workers": workers, **alone,
-        }  # fmt: skip
+            "world_size": self.world.size,
+            "backend": self.world.backend,
+            "reduction": self.options.chosen,
+            "dist_timeout": self.options.timeout,
+            "workers": workers,
+        }
 
 
 def _kind(source: Path) -> str:
@@ -191,14 +176,3 @@ def _read_back(folder: Path) -> None:
             dcp_check.check_data_file(folder / name, items=items)
     except dcp_check.DcpError as err:
         raise CheckpointError(f"refusing to write it: {err}") from None
-
-
-def _full(value: Any) -> Any:
-    """DTensor shards replaced by the full tensors (a collective: every rank walks the same tree)."""
-    if isinstance(value, DTensor):
-        return value.full_tensor()
-    if isinstance(value, Mapping):
-        return {key: _full(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_full(item) for item in value]
-    return value

@@ -1,6 +1,7 @@
 """The trainer's distributed flags: which reduction turns the ranks' shards into one update, and the gloo timeout."""
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -8,16 +9,12 @@ from typing import Any
 
 from resumeproof.common import protocol, runfiles
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.common.protocol import META_PARTS
-from resumeproof.kit import flags
 
 DDP, CANONICAL, FSDP, FSDP_CANONICAL = "ddp", "canonical", "fsdp", "fsdp-canonical"
 REDUCTIONS = (DDP, CANONICAL, FSDP, FSDP_CANONICAL)
 DEFAULT_REDUCTION = DDP  # what users run
 DEFAULT_TIMEOUT = 30.0  # seconds a collective waits for a rank that hangs (a dead one is noticed at once)
-# Parts a deliberate fault may leave unrestored on every rank but rank 0 (docs/distributed.md).
-OTHER_RANKS_DATA, OTHER_RANKS_RNG = "other-ranks.data", "other-ranks.rng"
-RANK_PARTS = (OTHER_RANKS_DATA, OTHER_RANKS_RNG)
+TIMEOUT_FLAG, REDUCTION_FLAG = "--dist-timeout", "--reduction"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,9 +24,8 @@ class Options:
 
     def __post_init__(self) -> None:
         if self.reduction is not None and self.reduction not in REDUCTIONS:
-            raise ResumeproofError(f"--reduction {self.reduction}: one of {', '.join(REDUCTIONS)}")
-        if not self.timeout > 0:
-            raise ResumeproofError(f"--dist-timeout {self.timeout}: must be > 0 seconds")
+            raise ResumeproofError(f"{REDUCTION_FLAG} {self.reduction}: one of {', '.join(REDUCTIONS)}")
+        timeout_seconds(self.timeout)
 
     @property
     def chosen(self) -> str:
@@ -53,26 +49,43 @@ def refuse_other_kind_in_place(run: Path, directories: bool) -> None:
         )
 
 
+def timeout_seconds(given: Any) -> float:
+    """A process group's timeout: a finite number of seconds > 0 (an infinite one overflows `timedelta`, and a
+    rank that hangs must fail the run, not stall it forever)."""
+    try:
+        seconds = float(given)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(given, bool) or not (math.isfinite(seconds) and seconds > 0):
+        raise ResumeproofError(f"{TIMEOUT_FLAG} {given}: must be a finite number of seconds > 0")
+    return seconds
+
+
 def click_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """Add --reduction and --dist-timeout to a click command, which receives them as `distributed: Options`."""
     import click
+
+    def checked(ctx: click.Context, param: click.Parameter, value: Any) -> float:
+        try:
+            return timeout_seconds(value)
+        except ResumeproofError as err:
+            raise click.BadParameter(str(err).removeprefix(f"{TIMEOUT_FLAG} ")) from None
 
     @functools.wraps(command)
     def wrapper(reduction: str | None, dist_timeout: float, **values: Any) -> Any:
         return command(distributed=Options(reduction=reduction, timeout=dist_timeout), **values)
 
     wrapper = click.option(
-        "--dist-timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT, show_default=True,
+        TIMEOUT_FLAG,
+        type=click.STRING,  # the text as typed, which the refusal quotes; checked by timeout_seconds
+        metavar="SECONDS",
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        callback=checked,
         help="Under torchrun: seconds a collective waits for a rank before the run fails.",
-    )(wrapper)  # fmt: skip
+    )(wrapper)
     return click.option(
-        "--reduction", type=click.Choice(REDUCTIONS),
+        REDUCTION_FLAG,
+        type=click.Choice(REDUCTIONS),
         help=f"Under torchrun: how the ranks' gradients become one update  [default: {DEFAULT_REDUCTION}].",
-    )(wrapper)  # fmt: skip
-
-
-def without_rank_parts() -> dict[str, Any]:
-    """meta.parts without the rank-local parts, which a run without other ranks refuses: `--faults all`
-    asks for exactly what this run's --omit accepts."""
-    declared = flags.declared_parts()
-    return {} if declared is None else {META_PARTS: [p for p in declared if p not in RANK_PARTS]}
+    )(wrapper)

@@ -1,7 +1,7 @@
 """What a training loop calls, the same for one process (single.py) and for a group of ranks (group.py).
 
     par.prepare(model)                                          # before the optimizer is built
-    run_dir, resumed = par.open_run(args, options)              # found, loaded, validated; nothing restored
+    run = par.open_run(args, options)                           # a kit.Run: found, loaded, validated; nothing restored
     par.set_state_dict(model, optimizer, model_state_dict=..., optim_state_dict=...)   # the trainer's restore
     for rows in par.shards():                                   # the forward and backward passes of one update
         par.backward(loss_fn(par.module(x[rows]), y[rows]))
@@ -12,7 +12,7 @@
 distributed ones (DCP's state-dict API, this rank's rows, a DCP directory).
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,19 +21,7 @@ from torch import nn
 
 from resumeproof.kit import resume
 from resumeproof.kit.flags import ProtocolArgs
-
-
-class RunDirLike(Protocol):
-    """kit.RunDir, or its shared form for a group of ranks."""
-
-    @property
-    def stopped_by(self) -> str | None: ...
-
-    def enter_loop(self, step: int, **event: object) -> None: ...
-    def log(self, record: dict) -> None: ...
-    def after_update(self, step: int, save: Callable[[Path], str]) -> bool: ...
-    def finish(self, save: Callable[[Path], str]) -> str: ...
-    def close(self) -> None: ...
+from resumeproof.kit.run import Run
 
 
 class Parallel(Protocol):
@@ -63,14 +51,12 @@ class Parallel(Protocol):
     ) -> None:  # fmt: skip
         """Load what get_state_dict gave (None: leave it as built): `load_state_dict`, or DCP's set_state_dict."""
 
-    def open_run(self, args: ProtocolArgs, options: resume.Options) -> tuple[RunDirLike, resume.Resumed | None]:
-        """What the run continues from (found, loaded, validated; nothing restored), and its run directory."""
+    def open_run(self, args: ProtocolArgs, options: resume.Options) -> Run:
+        """The run, with what it continues from (found, loaded, validated; nothing restored) and its run directory:
+        one process's, or one the ranks share; the rank-local parts withdrawn where there are no other ranks."""
 
     def save(self, path: Path, checkpoint: dict[str, Any]) -> str:
         """The checkpoint dict at `path` (a file, or a DCP directory); its sha256."""
-
-    def write_summary(self, output: Path, **document: Any) -> None:
-        """summary.json, written once."""
 
     def meta(self) -> dict[str, Any]:
         """What this mode adds to the summary's meta (nothing for one process)."""

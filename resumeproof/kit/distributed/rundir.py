@@ -10,11 +10,13 @@ stop at the same step; the start line of loss.jsonl names every worker's pid and
 
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch.distributed.tensor import DTensor
 
 from resumeproof.common import protocol
 from resumeproof.kit.checkpoint import CheckpointError, verify_manifest
@@ -22,9 +24,12 @@ from resumeproof.kit.distributed import dcp_io, state
 from resumeproof.kit.distributed.world import World, broadcast, gather_ints, on_main
 from resumeproof.kit.rundir import RunDir, Save, serve
 from resumeproof.kit.signals import Requests
+from resumeproof.kit.summary import write_summary
 
 
 class SharedRunDir:
+    """A torchrun group's run directory: the strategy of a `kit.Run` under a launcher."""
+
     def __init__(self, world: World, path: Path, owned: RunDir | None, every: int, keep: int) -> None:
         self.world, self.path, self.owned, self.every, self.keep = world, path, owned, every, keep
         self.requests = owned.requests if owned is not None else Requests()
@@ -72,6 +77,13 @@ class SharedRunDir:
     def finish(self, save: Save) -> str:
         return save(self.path / protocol.CHECKPOINT)
 
+    def write_summary(self, **document: Any) -> None:
+        """Gather what is sharded (every rank, in the same order), then rank 0 writes once everyone is done."""
+        gathered = _full(document)
+        dist.barrier()
+        if self.world.main:
+            write_summary(self.path, **gathered)
+
     def close(self) -> None:
         if self.owned is not None:
             self.owned.close()
@@ -90,3 +102,14 @@ def complete(path: Path) -> int:
     if not isinstance(progress, int):
         raise CheckpointError(f"{path}: its progress holds no step")
     return progress
+
+
+def _full(value: Any) -> Any:
+    """DTensor shards replaced by the full tensors (a collective: every rank walks the same tree)."""
+    if isinstance(value, DTensor):
+        return value.full_tensor()
+    if isinstance(value, Mapping):
+        return {key: _full(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_full(item) for item in value]
+    return value

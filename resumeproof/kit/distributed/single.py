@@ -10,20 +10,22 @@ from typing import Any
 import torch
 from torch import nn
 
-from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.protocol import RANK_PARTS
 from resumeproof.kit import resume
 from resumeproof.kit.checkpoint import load as load_checkpoint
 from resumeproof.kit.checkpoint import save as save_checkpoint
 from resumeproof.kit.checkpoint import verify_manifest
 from resumeproof.kit.distributed import state
-from resumeproof.kit.distributed.options import RANK_PARTS, refuse_other_kind_in_place, without_rank_parts
+from resumeproof.kit.distributed.options import refuse_other_kind_in_place
 from resumeproof.kit.distributed.parallel import Parallel
 from resumeproof.kit.flags import ProtocolArgs
-from resumeproof.kit.rundir import RunDir
-from resumeproof.kit.summary import write_summary
+from resumeproof.kit.run import Run
+from resumeproof.kit.state_dicts import PlainStateDicts
+
+ALONE = "a single process has no other ranks"
 
 
-class Single(Parallel):
+class Single(PlainStateDicts, Parallel):
     """The whole batch in one forward and backward pass; a checkpoint file; the summary written directly."""
 
     def __init__(self) -> None:
@@ -47,22 +49,9 @@ class Single(Parallel):
     def reduce(self) -> float:
         return self._loss.item()
 
-    def get_state_dict(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
-        return dict(model.state_dict()), optimizer.state_dict()
-
-    def set_state_dict(
-        self, model: nn.Module, optimizer: torch.optim.Optimizer, *, model_state_dict: dict | None,
-        optim_state_dict: dict | None,
-    ) -> None:  # fmt: skip
-        if model_state_dict is not None:
-            model.load_state_dict(model_state_dict)
-        if optim_state_dict is not None:
-            optimizer.load_state_dict(optim_state_dict)
-
-    def open_run(self, args: ProtocolArgs, options: resume.Options) -> tuple[RunDir, resume.Resumed | None]:
-        asked = sorted(args.omit & set(RANK_PARTS))
-        if asked:
-            raise ResumeproofError(f"--omit={asked[0]}: a single process has no other ranks")
+    def open_run(self, args: ProtocolArgs, options: resume.Options) -> Run:
+        for part in RANK_PARTS:
+            args = args.withdrawn(part, ALONE) if part in args.parts else args
         if args.resume_auto:
             refuse_other_kind_in_place(args.output, directories=False)
         training = options.training
@@ -81,8 +70,5 @@ class Single(Parallel):
     def save(self, path: Path, checkpoint: dict[str, Any]) -> str:
         return save_checkpoint(path, checkpoint)
 
-    def write_summary(self, output: Path, **document: Any) -> None:
-        write_summary(output, **document)
-
     def meta(self) -> dict[str, Any]:
-        return without_rank_parts()
+        return {}

@@ -67,5 +67,5 @@ def regression(rows: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 def meta(args: kit.ProtocolArgs, parts: Sequence[str], **extra: Any) -> dict[str, Any]:
     """`omitted` (protocol 1.1, section 6) and `parts` (1.2: the parts this trainer declares, which
-    `--faults all` asks for); the kit's write_summary does not write `parts` yet."""
+    `--faults all` asks for), written by hand as a trainer that does not use `args.meta()` would."""
     return {"omitted": sorted(args.omit), "parts": list(parts), **extra}
