@@ -28,13 +28,13 @@ def test_network_has_exactly_33_parameters():
 
 
 def test_after_5_updates_the_cursor_is_mid_epoch(interrupted_run):
-    progress = summary(interrupted_run)["state"]["progress"]
-    assert (progress["epoch"], progress["cursor"]) == (0, 20)
+    data = summary(interrupted_run)["state"]["data"]  # the data position, named as in the checkpoint
+    assert (data["epoch"], data["cursor"]) == (0, 20)
 
 
 def test_10_updates_cross_into_a_new_permutation(continuous_run):
     s = summary(continuous_run)
-    assert (s["state"]["progress"]["epoch"], s["state"]["progress"]["cursor"]) == (1, 16)
+    assert (s["state"]["data"]["epoch"], s["state"]["data"]["cursor"]) == (1, 16)
     epoch0 = [row for r in s["history"][:6] for row in r["rows"]]
     epoch1 = [row for r in s["history"][6:] for row in r["rows"]]
     assert sorted(epoch0) == list(range(24))  # epoch 0: every row once

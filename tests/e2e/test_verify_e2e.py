@@ -126,9 +126,9 @@ def test_environment_is_recorded(proof):
 
 def test_interrupted_checkpoint_is_mid_epoch(proof):
     summary = json.loads((proof.out / "interrupted" / "summary.json").read_text())
-    progress = summary["state"]["progress"]
+    data = summary["state"]["data"]
     assert summary["step"] == 5
-    assert (progress["epoch"], progress["cursor"], len(progress["permutation"])) == (0, 20, 24)
+    assert (data["epoch"], data["cursor"], len(data["permutation"])) == (0, 20, 24)
 
 
 # -- a comparison fails: exit 1 -----------------------------------------------------------------
