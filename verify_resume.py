@@ -5,7 +5,7 @@
     python -B verify_resume.py --output runs/sweep --interrupt-at all --faults all --segments 3,3,4 --plot
     python -B verify_resume.py chaos --output runs/chaos --kills 20
 
-The same as `resumeproof verify` and `resumeproof chaos` (resumeproof/cli.py). Writes
+The same as `resumeproof verify` and `resumeproof chaos` (resumeproof/cli/). Writes
 DIR/verification.json; exit 0 passed, 1 a comparison failed, 2 verification could not be completed.
 """
 

@@ -177,9 +177,11 @@ def restore_rng_before_fetch() -> None:
     def _run_epoch(self: Any, *args: Any, **kwargs: Any) -> Any:
         given = signature.bind(self, *args, **kwargs).arguments
         mid_epoch = (
-            given["epoch"] == given["epochs_trained"] and given["resume_from_checkpoint"] is not None
-            and given["steps_trained_in_current_epoch"] > 0 and not self.args.ignore_data_skip
-        )  # fmt: skip
+            given["epoch"] == given["epochs_trained"]
+            and given["resume_from_checkpoint"] is not None
+            and given["steps_trained_in_current_epoch"] > 0
+            and not self.args.ignore_data_skip
+        )
         if not mid_epoch:
             return original(self, *args, **kwargs)
         self._load_rng_state(given["resume_from_checkpoint"])

@@ -52,9 +52,15 @@ protocol = lightning.ProtocolCallback(run, rows_key="idx")  # protocol
 checkpoints = ModelCheckpoint(dirpath=run.scratch, every_n_train_steps=1, save_top_k=1)  # protocol: each step
 callbacks = [protocol, checkpoints, *([lightning.GlobalRngState(run)] if rng_state else [])]  # protocol
 trainer = L.Trainer(
-    max_steps=run.target(), callbacks=callbacks,  # protocol: these two arguments
-    accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
-    limit_val_batches=0, num_sanity_val_steps=0,
-)  # fmt: skip
+    max_steps=run.target(),
+    callbacks=callbacks,  # protocol: these two arguments
+    accelerator="cpu",
+    devices=1,
+    logger=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    limit_val_batches=0,
+    num_sanity_val_steps=0,
+)
 trainer.fit(module, ckpt_path=protocol.ckpt_path)  # protocol: the verified checkpoint's .ckpt, or None
 protocol.finish(trainer, eval=E.evaluate(module.net, module.x, module.y))  # protocol

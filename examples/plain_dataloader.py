@@ -68,4 +68,4 @@ checkpoint = {**parts, "data": {**position, "generator": epoch_start}, "rng": ge
 run.track(loader=order)  # protocol: its next draw is compared too
 run.finish(  # protocol: OUTPUT/checkpoint.pt, fingerprinted, then summary.json
     checkpoint, state={**parts, "data": position}, eval=E.evaluate(model, x, y), lr=optimizer.param_groups[0]["lr"]
-)  # fmt: skip
+)

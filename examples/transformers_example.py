@@ -44,12 +44,20 @@ model = Regression()
 optimizer, scheduler = E.optimizer_and_scheduler(model.parameters())
 protocol = {"output_dir": run.scratch, "max_steps": run.target(), "remove_unused_columns": False}  # protocol
 arguments = TrainingArguments(
-    **protocol, per_device_train_batch_size=E.EXPERIMENT.batch, seed=E.EXPERIMENT.seed, use_cpu=True, report_to="none",
-    disable_tqdm=True, dataloader_num_workers=0,
-)  # fmt: skip
+    **protocol,
+    per_device_train_batch_size=E.EXPERIMENT.batch,
+    seed=E.EXPERIMENT.seed,
+    use_cpu=True,
+    report_to="none",
+    disable_tqdm=True,
+    dataloader_num_workers=0,
+)
 trainer = transformers.ProtocolTrainer(  # protocol: the Trainer, recording each update
-    run, model=model, args=arguments, optimizers=(optimizer, scheduler),
+    run,
+    model=model,
+    args=arguments,
+    optimizers=(optimizer, scheduler),
     train_dataset=(E.StatelessRows if fixed else E.Rows)(x, y),
-)  # fmt: skip
+)
 trainer.train(resume_from_checkpoint=run.resume)  # protocol: the verified checkpoint folder, or None
 trainer.finish(eval=E.evaluate(model.net, x, y))  # protocol

@@ -58,8 +58,11 @@ def run_script(script: Path, *args: str, timeout: float = 120) -> subprocess.Com
     """A fresh interpreter, as the verifier runs trainers: `python -B SCRIPT ARGS`."""
     return subprocess.run(
         [sys.executable, "-B", str(script), *map(str, args)],
-        capture_output=True, text=True, timeout=timeout, cwd=REPO,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
 
 
 def run_train(*args: str) -> subprocess.CompletedProcess:

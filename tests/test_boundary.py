@@ -21,7 +21,7 @@ import pytest
 from tests.helpers import REPO
 
 PACKAGE = REPO / "resumeproof"
-VERIFIER_SIDE = sorted([*(PACKAGE / "verify").rglob("*.py"), *(PACKAGE / "common").rglob("*.py"), PACKAGE / "cli.py"])
+VERIFIER_SIDE = sorted(p for layer in ("verify", "common", "cli") for p in (PACKAGE / layer).rglob("*.py"))
 TORCH_LOAD = PACKAGE / "verify" / "torch_load.py"  # the verifier's one opt-in path to torch
 # layer -> the prefixes its modules may never import, at any depth of the module
 FORBIDDEN = {

@@ -61,11 +61,14 @@ def main() -> None:
     args.output.mkdir(parents=True)
     kit.save_checkpoint(args.output / "checkpoint.pt", layout.capture(t, asdict(c), identity, []))
     kit.write_summary(
-        args.output, step=t.step, history=t.history,
+        args.output,
+        step=t.step,
+        history=t.history,
         state={"model": t.model.state_dict(), "optimizer": t.optimizer.state_dict(), "data": t.order.state_dict()},
         next={"lr": t.optimizer.param_groups[0]["lr"], "rng": t.generators.peek()},
-        eval={"mse": torch.nn.functional.mse_loss(t.model.eval()(x), y).item()}, meta=args.meta(),
-    )  # fmt: skip
+        eval={"mse": torch.nn.functional.mse_loss(t.model.eval()(x), y).item()},
+        meta=args.meta(),
+    )
 
 
 if __name__ == "__main__":

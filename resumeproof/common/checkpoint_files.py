@@ -47,9 +47,13 @@ class FileInfo:
 
     def entry(self) -> dict[str, Any]:
         return {
-            "path": self.path, "sha256": self.sha256, "kind": self.kind, "tensors": self.tensors,
-            "globals": list(self.globals), "allowed_by": self.allowed_by,
-        }  # fmt: skip
+            "path": self.path,
+            "sha256": self.sha256,
+            "kind": self.kind,
+            "tensors": self.tensors,
+            "globals": list(self.globals),
+            "allowed_by": self.allowed_by,
+        }
 
 
 def classify(path: Path, name: str, sha256: str, allow: Allowances) -> FileInfo:

@@ -56,8 +56,9 @@ def _verify_written(path: Path, tmp: Path) -> None:
     try:
         torch.load(tmp, map_location="cpu", weights_only=True, mmap=True)
     except Exception as err:  # the loader raises many types on what it refuses; all are refusals
-        raise CheckpointError(f"{path}: refusing to write it: torch.load(weights_only=True) refuses it"
-                              f" ({type(err).__name__})") from None  # fmt: skip
+        raise CheckpointError(
+            f"{path}: refusing to write it: torch.load(weights_only=True) refuses it ({type(err).__name__})"
+        ) from None
 
 
 def load(path: Path, max_bytes: int = MAX_BYTES, purpose: str = "resume") -> dict[str, Any]:

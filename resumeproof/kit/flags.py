@@ -139,11 +139,17 @@ def build(parts: Sequence[str], **given: Any) -> ProtocolArgs:
     if omit and resume is None:
         raise FlagError(f"{OMIT_FLAG} and {OMIT_RNG_FLAG} need {RESUME_FLAG}")
     args = ProtocolArgs(
-        output=Path(value["output"]), steps=steps, until_step=until_step,
-        resume=None if resume in (None, AUTO) else Path(resume), resume_auto=resume == AUTO,
-        omit=frozenset(omit), parts=declared,
-        checkpoint_every=value["checkpoint_every"], keep=value["keep"], pace=value["pace"],
-    )  # fmt: skip
+        output=Path(value["output"]),
+        steps=steps,
+        until_step=until_step,
+        resume=None if resume in (None, AUTO) else Path(resume),
+        resume_auto=resume == AUTO,
+        omit=frozenset(omit),
+        parts=declared,
+        checkpoint_every=value["checkpoint_every"],
+        keep=value["keep"],
+        pace=value["pace"],
+    )
     return args
 
 

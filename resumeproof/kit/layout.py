@@ -13,7 +13,6 @@ without one (no scaler, or a disabled `GradScaler(enabled=False)`, whose calls p
 no scaler part, and a checkpoint holding a scaler's state is refused there: it would be dropped.
 """
 
-import math
 import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,11 +33,13 @@ from resumeproof.common.protocol import (
     SCHEDULER,
     rng_part,
     standard_parts,
-)  # fmt: skip
+)
+from resumeproof.kit import scaling
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.data import OrderStateError, ShuffledOrder, is_int
 from resumeproof.kit.generators import Generators, GeneratorStateError
 from resumeproof.kit.identity import versions
+from resumeproof.kit.scaling import no_scaler
 from resumeproof.kit.state_dicts import PLAIN, StateDicts
 
 FORMAT = "resumeproof-checkpoint/1"
@@ -48,13 +49,6 @@ FORMAT_KEY, CONFIG, VERSIONS, IDENTITY = "format", "config", "versions", "identi
 PROVENANCE = "provenance"  # the deliberate pivots the run went through, oldest first
 REQUIRED_KEYS = frozenset({FORMAT_KEY, MODEL, OPTIMIZER, SCHEDULER, RNG, DATA, PROGRESS, HISTORY, CONFIG})
 SECTIONS = (MODEL, OPTIMIZER, SCHEDULER, RNG, DATA, PROGRESS, CONFIG, VERSIONS, IDENTITY)  # dicts
-SCALE, GROWTH_TRACKER = "scale", "_growth_tracker"  # the counters of a GradScaler's state_dict; the rest are constants
-
-
-def no_scaler() -> torch.amp.GradScaler:
-    """A disabled GradScaler: what a run without AMP loss scaling has. Its calls pass through (`scale(loss)` is the
-    loss, `step(optimizer)` is `optimizer.step()`, `get_scale()` is 1.0), so one loop serves both."""
-    return torch.amp.GradScaler("cpu", enabled=False)
 
 
 @dataclass(kw_only=True)
@@ -143,11 +137,17 @@ class Expected:
     scaler: bool = False  # the run has a GradScaler: its state is required (constants in hyper[SCALER])
 
     @classmethod
-    def of(cls, t: Training, config: dict[str, Any], identity: dict[str, str], rows_per_step: int,
-           pivot: frozenset[str] = frozenset()) -> "Expected":  # fmt: skip
+    def of(
+        cls,
+        t: Training,
+        config: dict[str, Any],
+        identity: dict[str, str],
+        rows_per_step: int,
+        pivot: frozenset[str] = frozenset(),
+    ) -> "Expected":
         counters = {"params", "lr", "last_epoch"}  # what a run changes; every other public key is a constant
         groups = t.optimizer.state_dict()["param_groups"]
-        scaler = {k: v for k, v in t.scaler.state_dict().items() if k not in (SCALE, GROWTH_TRACKER)}
+        scaler = {k: v for k, v in t.scaler.state_dict().items() if k not in scaling.COUNTERS}
         return cls(
             params={name: (tuple(p.shape), p.dtype) for name, p in t.model.state_dict().items()},
             groups=[g["params"] for g in groups],
@@ -157,11 +157,16 @@ class Expected:
                 SCHEDULER: {k: v for k, v in t.scheduler.state_dict().items() if k not in counters and k[0] != "_"},
                 **({SCALER: scaler} if t.has_scaler else {}),  # growth and backoff factors, growth interval
             },
-            config=config, identity=identity, generators=t.generators, order=t.order,
-            rows_per_step=rows_per_step, pivot=pivot, scaler=t.has_scaler,
+            config=config,
+            identity=identity,
+            generators=t.generators,
+            order=t.order,
+            rows_per_step=rows_per_step,
+            pivot=pivot,
+            scaler=t.has_scaler,
             # Plain SGD may keep nothing per parameter; every other torch optimizer keeps moments or steps.
             optimizer_keeps_state=not isinstance(t.optimizer, torch.optim.SGD),
-        )  # fmt: skip
+        )
 
 
 def validate(path: Path, state: dict[str, Any], expected: Expected, accept_foreign: bool = False) -> list[str]:
@@ -234,14 +239,9 @@ def _check_scaler(state: dict[str, Any], expected: Expected) -> None:
         return
     if SCALER not in state:
         raise _Refused(f"missing {SCALER} (this run has a GradScaler: fp16 mixed precision)")
-    scaler = state[SCALER]
-    if not isinstance(scaler, dict):
-        raise _Refused(f"scaler is a {type(scaler).__name__}, expected a dict (GradScaler.state_dict())")
-    scale, tracker = scaler.get(SCALE), scaler.get(GROWTH_TRACKER)
-    if not (isinstance(scale, int | float) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0):
-        raise _Refused(f"scaler.scale is {_show(scale)}, expected a finite number > 0")
-    if not is_int(tracker) or tracker < 0:
-        raise _Refused(f"scaler._growth_tracker is {_show(tracker)}, expected an int >= 0")
+    problem = scaling.problem(state[SCALER], _show)
+    if problem:
+        raise _Refused(problem)
 
 
 def _check_optimizer(optimizer: dict[str, Any], expected: Expected) -> None:

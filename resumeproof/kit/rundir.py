@@ -59,9 +59,14 @@ class RunDir:
 
     @classmethod
     def in_place(
-        cls, path: Path, load: Callable[[Path], T], step_of: Callable[[T], int], warn: Callable[[str], None],
-        every: int = 0, keep: int = DEFAULT_KEEP,
-    ) -> "tuple[RunDir, tuple[Path, T] | None]":  # fmt: skip
+        cls,
+        path: Path,
+        load: Callable[[Path], T],
+        step_of: Callable[[T], int],
+        warn: Callable[[str], None],
+        every: int = 0,
+        keep: int = DEFAULT_KEEP,
+    ) -> "tuple[RunDir, tuple[Path, T] | None]":
         """--resume auto: lock the directory (creating it if absent), clear what killed writers left, and
         find the newest valid checkpoint. A directory whose checkpoints are all invalid is refused rather
         than started over; one that holds none (a run killed before its first) starts from the beginning."""

@@ -14,9 +14,13 @@ class StateDicts(Protocol):
     def get_state_dict(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]: ...
 
     def set_state_dict(
-        self, model: nn.Module, optimizer: torch.optim.Optimizer, *, model_state_dict: dict | None,
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        model_state_dict: dict | None,
         optim_state_dict: dict | None,
-    ) -> None: ...  # fmt: skip
+    ) -> None: ...
 
 
 class PlainStateDicts:
@@ -26,9 +30,13 @@ class PlainStateDicts:
         return dict(model.state_dict()), optimizer.state_dict()
 
     def set_state_dict(
-        self, model: nn.Module, optimizer: torch.optim.Optimizer, *, model_state_dict: dict | None,
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        model_state_dict: dict | None,
         optim_state_dict: dict | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if model_state_dict is not None:  # None: left as built
             model.load_state_dict(model_state_dict)
         if optim_state_dict is not None:

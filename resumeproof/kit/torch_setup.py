@@ -117,9 +117,11 @@ def _configure_cuda(cublas: str, tf32: bool) -> CudaSetup:
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     return CudaSetup(
-        cublas_workspace_config=cublas, cudnn_deterministic=torch.backends.cudnn.deterministic,
-        cudnn_benchmark=torch.backends.cudnn.benchmark, tf32=tf32,
-    )  # fmt: skip
+        cublas_workspace_config=cublas,
+        cudnn_deterministic=torch.backends.cudnn.deterministic,
+        cudnn_benchmark=torch.backends.cudnn.benchmark,
+        tf32=tf32,
+    )
 
 
 def shortcuts_allowed() -> bool:

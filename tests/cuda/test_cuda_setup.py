@@ -66,9 +66,13 @@ def test_device_identity_names_this_gpu_and_the_settings_in_force():
     assert gpu["cuda"] == torch.version.cuda and gpu["cudnn"] == torch.backends.cudnn.version()
     assert gpu["driver_cuda"] is not None, "torch._C._cuda_getDriverVersion is gone: the guard now reads None"
     assert gpu["deterministic"] == {
-        "algorithms": True, "cudnn_deterministic": True, "cudnn_benchmark": False, "matmul_tf32": False,
-        "cudnn_tf32": False, "cublas_workspace_config": ":4096:8",
-    }  # fmt: skip
+        "algorithms": True,
+        "cudnn_deterministic": True,
+        "cudnn_benchmark": False,
+        "matmul_tf32": False,
+        "cudnn_tf32": False,
+        "cublas_workspace_config": ":4096:8",
+    }
 
 
 def test_the_minimal_loop_on_the_gpu_resumes_exactly_and_every_fault_is_caught(tmp_path):
@@ -76,8 +80,11 @@ def test_the_minimal_loop_on_the_gpu_resumes_exactly_and_every_fault_is_caught(t
     train = f"{sys.executable} -B {Path(__file__).with_name('minimal_cuda_loop.py')}"
     proc = subprocess.run(
         [sys.executable, "-B", "verify_resume.py", "--output", str(out), "--faults", "all", "--train-cmd", train],
-        capture_output=True, text=True, cwd=REPO, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     document = read_verification(out / "verification.json")
     assert "rng-cuda" in document["faults"] and not document["blind_to"]

@@ -52,8 +52,10 @@ def test_a_session_that_does_not_use_it_pays_nothing_for_it(tmp_path):
     (tmp_path / "test_other.py").write_text("def test_arithmetic():\n    assert 1 + 1 == 2\n")
     proc = subprocess.run(
         [sys.executable, "-B", "-c", FOREIGN_SESSION, str(tmp_path / "test_other.py")],
-        cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PLUGIN True" in proc.stdout  # registered through the entry point, no conftest
     assert "LOADED []" in proc.stdout  # and it brought in neither torch nor the verifier's libraries

@@ -103,9 +103,15 @@ def test_a_fault_the_trainer_claims_but_does_not_carry_out_fails_and_is_named(tm
     assert doc["positive"] is True and doc["negative_divergence_detected"] is True
     assert doc["blind_to"] == ["scheduler", "model"]
     assert doc["faults"]["model"] == {
-        "detected": False, "cause": "model not restored", "caught_by": [], "first_mismatch": None,
-        "max_deviation": 0.0, "mismatches": 0, "diagnosis": None, "identical_to_full_resume": True,
-    }  # fmt: skip
+        "detected": False,
+        "cause": "model not restored",
+        "caught_by": [],
+        "first_mismatch": None,
+        "max_deviation": 0.0,
+        "mismatches": 0,
+        "diagnosis": None,
+        "identical_to_full_resume": True,
+    }
     assert "blind to: scheduler, model" in proc.stderr
 
 

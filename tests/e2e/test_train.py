@@ -75,8 +75,11 @@ def test_one_thread_is_forced_even_when_the_environment_asks_for_more(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "8", "MKL_NUM_THREADS": "8"}
     proc = subprocess.run(
         [sys.executable, "-B", "train.py", "--steps", "1", "--output", str(tmp_path / "r")],
-        cwd=REPO, env=env, capture_output=True, text=True,
-    )  # fmt: skip
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert summary(tmp_path / "r")["meta"]["threads"] == 1
 
@@ -144,8 +147,12 @@ def test_an_fp16_run_scales_its_loss_resumes_bit_identically_and_a_lost_scaler_i
     assert continuous["meta"]["parts"][-1] == "scaler"
     assert [record["scale"] for record in continuous["history"]] == [256.0] * 4 + [512.0] * 2  # x2 after 4 updates
     assert continuous["state"]["scaler"] == {
-        "scale": 512.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 4, "_growth_tracker": 2,
-    }  # fmt: skip
+        "scale": 512.0,
+        "growth_factor": 2.0,
+        "backoff_factor": 0.5,
+        "growth_interval": 4,
+        "_growth_tracker": 2,
+    }
     lost = doc["faults"]["scaler"]
     assert lost["detected"] and lost["diagnosis"]["lost"] == "scaler"
     assert {"state", "history.scale"} <= set(lost["caught_by"]), lost["caught_by"]

@@ -148,8 +148,9 @@ def test_an_fp16_checkpoint_resumed_without_a_gradscaler_is_refused(tmp_path: Pa
 def test_under_torchrun_a_gpu_or_mixed_precision_is_refused_by_every_rank(tmp_path: Path, flags: tuple) -> None:
     output = tmp_path / "group"
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "train.py"]
-    proc = subprocess.run([*argv, "--steps", "1", "--output", str(output), *flags], cwd=REPO, capture_output=True,
-                          text=True, timeout=180)  # fmt: skip
+    proc = subprocess.run(
+        [*argv, "--steps", "1", "--output", str(output), *flags], cwd=REPO, capture_output=True, text=True, timeout=180
+    )
     assert proc.returncode != 0
     said = f"--device {'cuda' if 'cuda' in flags else 'cpu'} --precision {'bf16' if 'bf16' in flags else 'float64'}"
     for rank in (0, 1):

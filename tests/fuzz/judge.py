@@ -35,8 +35,11 @@ def ours(path: Path) -> str:
     if found.verdict is Verdict.ACCEPTED:
         return "accept"
     said = found.line()
-    return "refuse" if found.verdict is Verdict.REFUSED and said.startswith(f"{path}: ") and "\n" not in said else (
-        "foreign:message")  # fmt: skip
+    return (
+        "refuse"
+        if found.verdict is Verdict.REFUSED and said.startswith(f"{path}: ") and "\n" not in said
+        else ("foreign:message")
+    )
 
 
 def theirs(path: Path) -> str:

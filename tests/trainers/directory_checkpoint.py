@@ -98,7 +98,11 @@ kit.save_checkpoint_dir(args.output / "checkpoint.pt", fill)
 if namespace.variant == "extra-file":
     (args.output / "checkpoint.pt" / "stray.bin").write_bytes(b"\x00\x01")
 kit.write_summary(
-    args.output, step=step, history=history, state={"model": model.state_dict(), "optimizer": optimizer.state_dict()},
+    args.output,
+    step=step,
+    history=history,
+    state={"model": model.state_dict(), "optimizer": optimizer.state_dict()},
     next={"lr": optimizer.param_groups[0]["lr"], "rng": gens.peek()},
-    eval={"mse": torch.nn.functional.mse_loss(model.eval()(x), y).item()}, meta=args.meta(),
-)  # fmt: skip
+    eval={"mse": torch.nn.functional.mse_loss(model.eval()(x), y).item()},
+    meta=args.meta(),
+)

@@ -52,7 +52,11 @@ state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng"
 state |= {"cursor": cursor, "epoch_start": epoch_start, "step": step, "history": history}
 kit.save_checkpoint(args.output / "checkpoint.pt", state)
 kit.write_summary(
-    args.output, step=step, history=history, state={"model": model.state_dict(), "cursor": cursor},
-    next={"lr": 0.05, "rng": gens.peek()}, eval={"mse": torch.nn.functional.mse_loss(model.eval()(x), y).item()},
+    args.output,
+    step=step,
+    history=history,
+    state={"model": model.state_dict(), "cursor": cursor},
+    next={"lr": 0.05, "rng": gens.peek()},
+    eval={"mse": torch.nn.functional.mse_loss(model.eval()(x), y).item()},
     meta=args.meta(),
-)  # fmt: skip
+)

@@ -33,11 +33,21 @@ LEGACY_STORAGES = {
     "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
     "ComplexDouble": "complex128", "ComplexFloat": "complex64",
 }  # fmt: skip
-QUANTIZED_STORAGES = {"QInt8": "qint8", "QUInt8": "quint8", "QInt32": "qint32", "QUInt4x2": "quint4x2",
-                      "QUInt2x4": "quint2x4"}  # fmt: skip
+QUANTIZED_STORAGES = {
+    "QInt8": "qint8",
+    "QUInt8": "quint8",
+    "QInt32": "qint32",
+    "QUInt4x2": "quint4x2",
+    "QUInt2x4": "quint2x4",
+}
 TENSOR_CLASSES = ("BFloat16", "Bool", "Byte", "Char", "Double", "Float", "Half", "Int", "Long", "Short")
-QSCHEMES = ("per_tensor_affine", "per_tensor_symmetric", "per_channel_affine", "per_channel_symmetric",
-            "per_channel_affine_float_qparams")  # fmt: skip
+QSCHEMES = (
+    "per_tensor_affine",
+    "per_tensor_symmetric",
+    "per_channel_affine",
+    "per_channel_symmetric",
+    "per_channel_affine_float_qparams",
+)
 
 # Why a storage class torch's loader knows is refused here: two that torch.save never writes, and one
 # it writes that this check refuses on purpose.

@@ -112,8 +112,10 @@ def _central_directory(source: Source, count: int, offset: int, size: int) -> li
         if sig != CENTRAL_SIG or len(name) != name_len:
             raise Refusal(f"central directory entry {len(entries)} is malformed")
         if (made_by, needed, method, time, date, extra_len, comment_len, disk, internal, external) != (0,) * 10:
-            raise Refusal(f"central directory entry {quote(name)} has fields torch.save does not write"
-                          " (compression, encryption, extra fields, comment or attributes)")  # fmt: skip
+            raise Refusal(
+                f"central directory entry {quote(name)} has fields torch.save does not write"
+                " (compression, encryption, extra fields, comment or attributes)"
+            )
         if csize != usize or flags != (STORED_FLAGS if usize else EMPTY_FLAGS):
             raise Refusal(f"member {quote(name)} is compressed, encrypted or flagged as torch.save never writes it")
         entries.append(_Entry(name=name, flags=flags, crc=crc, size=usize, local=local))
@@ -144,8 +146,10 @@ def _prefix(entries: list[_Entry]) -> str:
 def _member(source: Source, entry: _Entry, expected_at: int, prefix: str, limit: int) -> Member:
     """One local header, its padding, its data and data descriptor, exactly where the last one ended."""
     if entry.local != expected_at:
-        raise Refusal(f"member {quote(entry.name)} starts at byte {entry.local}, not {expected_at} where"
-                      " the previous one ends (bytes before or between members)")  # fmt: skip
+        raise Refusal(
+            f"member {quote(entry.name)} starts at byte {entry.local}, not {expected_at} where"
+            " the previous one ends (bytes before or between members)"
+        )
     header = _LOCAL.unpack(source.read(entry.local, _LOCAL.size))
     sig, needed, flags, method, time, date, crc, csize, usize, name_len, extra_len = header
     if (sig, needed, flags, method, time, date, crc, csize, usize) != (LOCAL_SIG, 0, entry.flags, 0, 0, 0, 0, 0, 0):

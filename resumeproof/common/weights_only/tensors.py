@@ -58,8 +58,10 @@ class Storages:
         if len(self.first) >= len(self.record_bytes):
             raise Refusal(f"storage data/{storage.key} has no record in the archive")
         if self.record_bytes[len(self.first)] != storage.nbytes:
-            raise Refusal(f"storage record data/{storage.key} holds {self.record_bytes[len(self.first)]} bytes,"
-                          f" not the {storage.nbytes} its persistent id states")  # fmt: skip
+            raise Refusal(
+                f"storage record data/{storage.key} holds {self.record_bytes[len(self.first)]} bytes,"
+                f" not the {storage.nbytes} its persistent id states"
+            )
         self.first[storage.key] = storage
         return storage
 

@@ -93,11 +93,15 @@ class Resumable:
         if self.scaler is not None:
             parts[protocol.SCALER] = self.scaler
             if not (self.run.resume / SCALER_FILE).is_file():  # load_state would fail with a traceback
-                raise ResumeproofError(f"{self.run.resume}: {SCALER_FILE} is missing and this Accelerator has a "
-                                       "GradScaler: it was written without fp16 mixed precision")  # fmt: skip
+                raise ResumeproofError(
+                    f"{self.run.resume}: {SCALER_FILE} is missing and this Accelerator has a "
+                    "GradScaler: it was written without fp16 mixed precision"
+                )
         elif (self.run.resume / SCALER_FILE).is_file():
-            warn(f"{SCALER_FILE}: the checkpoint holds a GradScaler's state and this Accelerator has none; "
-                 "load_state ignores it")  # fmt: skip
+            warn(
+                f"{SCALER_FILE}: the checkpoint holds a GradScaler's state and this Accelerator has none; "
+                "load_state ignores it"
+            )
         with omissions_kept(self.run, **parts):
             self.accelerator.load_state(str(self.run.resume))
         self._check_generators(self.run.resume / RNG_FILE)
@@ -149,14 +153,20 @@ class Resumable:
         """The configurations docs/audit.md shows inexact, named once when a resume depends on them."""
         config = self.accelerator.dataloader_config
         if not config.use_seedable_sampler:
-            warn("the data order is seeded from the global torch generator (A1): resumes mid-epoch are inexact; "
-                 "use DataLoaderConfiguration(use_seedable_sampler=True) and set_epoch (docs/audit.md)")  # fmt: skip
+            warn(
+                "the data order is seeded from the global torch generator (A1): resumes mid-epoch are inexact; "
+                "use DataLoaderConfiguration(use_seedable_sampler=True) and set_epoch (docs/audit.md)"
+            )
         if getattr(self.loader, "base_dataloader", self.loader).generator is None:
-            warn("the DataLoader has no generator of its own: each new iterator draws from the global torch "
-                 "generator (A4); pass DataLoader(generator=torch.Generator())")  # fmt: skip
+            warn(
+                "the DataLoader has no generator of its own: each new iterator draws from the global torch "
+                "generator (A4); pass DataLoader(generator=torch.Generator())"
+            )
         if draws_from_globals(self.loader.dataset):
-            warn("the dataset draws from the global generators in __getitem__ and the prepared loader fetches one "
-                 "batch ahead (A3): draw augmentation from a generator of each example's own")  # fmt: skip
+            warn(
+                "the dataset draws from the global generators in __getitem__ and the prepared loader fetches one "
+                "batch ahead (A3): draw augmentation from a generator of each example's own"
+            )
 
 
 def _one(prepared: list[Any], what: str) -> Any:
@@ -173,7 +183,8 @@ def _same(current: Any, saved: Any) -> bool:
         return bool(np.array_equal(np.asarray(current), np.asarray(saved)))
     if isinstance(current, tuple | list):
         return (
-            isinstance(saved, tuple | list) and len(saved) == len(current)
+            isinstance(saved, tuple | list)
+            and len(saved) == len(current)
             and all(_same(a, b) for a, b in zip(current, saved, strict=True))
-        )  # fmt: skip
+        )
     return bool(current == saved)

@@ -144,8 +144,10 @@ class ProtocolCallback(pl.Callback):
         if protocol.DATA in self.run.omit:
             loops = checkpoint["loops"]["fit_loop"]["state_dict"]
             if not loops.get("combined_loader"):
-                raise ResumeproofError("--omit=data: the train DataLoader saves no position (Lightning restarts its "
-                                       "epoch, L2); there is nothing to omit")  # fmt: skip
+                raise ResumeproofError(
+                    "--omit=data: the train DataLoader saves no position (Lightning restarts its "
+                    "epoch, L2); there is nothing to omit"
+                )
             loops["combined_loader"] = []
         self._keep_scaler(trainer, checkpoint)
         self._loaded = checkpoint  # optimizers and schedulers are restored from it after on_fit_start
@@ -180,8 +182,10 @@ class ProtocolCallback(pl.Callback):
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         loader = trainer.train_dataloader
         if self._loaded is not None and not (hasattr(loader, "state_dict") and hasattr(loader, "load_state_dict")):
-            warn("the train DataLoader saves no position (L2): a mid-epoch resume restarts the epoch; use "
-                 "kit.adapters.lightning.ResumableLoader (docs/audit.md)")  # fmt: skip
+            warn(
+                "the train DataLoader saves no position (L2): a mid-epoch resume restarts the epoch; use "
+                "kit.adapters.lightning.ResumableLoader (docs/audit.md)"
+            )
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.epoch_starts += 1

@@ -87,8 +87,10 @@ class ProtocolTrainer(Trainer):
     def _load_rng_state(self, checkpoint: str | None) -> None:
         """The Trainer's restore, refusing the missing file it would skip with an INFO line."""
         if checkpoint is not None and restored_generators(self.run) and not (Path(checkpoint) / RNG_FILE).is_file():
-            raise ResumeproofError(f"{checkpoint}: {RNG_FILE} is missing; the Trainer would resume without the "
-                                   "generators and say so only at INFO level")  # fmt: skip
+            raise ResumeproofError(
+                f"{checkpoint}: {RNG_FILE} is missing; the Trainer would resume without the "
+                "generators and say so only at INFO level"
+            )
         with omissions_kept(self.run):
             super()._load_rng_state(checkpoint)
 
@@ -100,14 +102,18 @@ class ProtocolTrainer(Trainer):
         saved = (Path(checkpoint) / SCALER_FILE).is_file()
         if self._scaler() is None:
             if saved:
-                raise ResumeproofError(f"{checkpoint}: {SCALER_FILE} holds a GradScaler's state and this Trainer has "
-                                       "none (fp16 mixed precision on a GPU makes one)")  # fmt: skip
+                raise ResumeproofError(
+                    f"{checkpoint}: {SCALER_FILE} holds a GradScaler's state and this Trainer has "
+                    "none (fp16 mixed precision on a GPU makes one)"
+                )
             return
         if protocol.SCALER in self.run.omit:
             return
         if not saved:
-            raise ResumeproofError(f"{checkpoint}: {SCALER_FILE} is missing; the Trainer would resume with a fresh "
-                                   "GradScaler without a word")  # fmt: skip
+            raise ResumeproofError(
+                f"{checkpoint}: {SCALER_FILE} is missing; the Trainer would resume with a fresh "
+                "GradScaler without a word"
+            )
         super()._load_scaler(checkpoint)
 
     def _scaler(self) -> Any:

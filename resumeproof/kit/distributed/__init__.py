@@ -23,9 +23,19 @@ from resumeproof.kit.distributed.parallel import Parallel
 from resumeproof.kit.distributed.world import World, launched, session, signed
 
 __all__ = [
-    "DEFAULT_REDUCTION", "DEFAULT_TIMEOUT", "RANK_PARTS", "REDUCTIONS", "Options", "Parallel", "World", "click_options",
-    "launched", "parallel", "session", "signed",
-]  # fmt: skip
+    "DEFAULT_REDUCTION",
+    "DEFAULT_TIMEOUT",
+    "RANK_PARTS",
+    "REDUCTIONS",
+    "Options",
+    "Parallel",
+    "World",
+    "click_options",
+    "launched",
+    "parallel",
+    "session",
+    "signed",
+]
 
 
 def parallel(world: World | None, options: Options, batch: int) -> Parallel:

@@ -62,9 +62,13 @@ class Group(Parallel):
         return state.state_dicts(model, optimizer)
 
     def set_state_dict(
-        self, model: nn.Module, optimizer: torch.optim.Optimizer, *, model_state_dict: dict | None,
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        model_state_dict: dict | None,
         optim_state_dict: dict | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         state.set_state_dicts(model, optimizer, model_state_dict, optim_state_dict)
 
     def open_run(self, args: ProtocolArgs, options: resume.Options) -> Run:

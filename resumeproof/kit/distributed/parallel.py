@@ -46,9 +46,13 @@ class Parallel(Protocol):
         """The model's and optimizer's state dicts: `state_dict()`, or DCP's get_state_dict under torchrun."""
 
     def set_state_dict(
-        self, model: nn.Module, optimizer: torch.optim.Optimizer, *, model_state_dict: dict | None,
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        model_state_dict: dict | None,
         optim_state_dict: dict | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Load what get_state_dict gave (None: leave it as built): `load_state_dict`, or DCP's set_state_dict."""
 
     def open_run(self, args: ProtocolArgs, options: resume.Options) -> Run:

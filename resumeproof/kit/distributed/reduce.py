@@ -158,5 +158,8 @@ def _shard(model: nn.Module, world: World) -> None:
 
 
 KINDS: dict[str, type[Reduction]] = {
-    DDP: Replicated, FSDP: Sharded, CANONICAL: Canonical, FSDP_CANONICAL: ShardedCanonical,
-}  # fmt: skip
+    DDP: Replicated,
+    FSDP: Sharded,
+    CANONICAL: Canonical,
+    FSDP_CANONICAL: ShardedCanonical,
+}

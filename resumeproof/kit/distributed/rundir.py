@@ -71,8 +71,16 @@ class SharedRunDir:
         asked, stop = bool(flags[0]), int(flags[1])
         if stop:
             self.stopped_by = signal.Signals(stop).name
-        return serve(self.path, step, save, asked=asked, stop=self.stopped_by, every=self.every, keep=self.keep,
-                     owner=self.owned is not None)  # fmt: skip
+        return serve(
+            self.path,
+            step,
+            save,
+            asked=asked,
+            stop=self.stopped_by,
+            every=self.every,
+            keep=self.keep,
+            owner=self.owned is not None,
+        )
 
     def finish(self, save: Save) -> str:
         return save(self.path / protocol.CHECKPOINT)

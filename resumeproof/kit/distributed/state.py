@@ -73,8 +73,13 @@ def set_state_dicts(
     full = _holds_dtensor(dict(model.named_parameters())) and not _holds_dtensor(given)
     options = StateDictOptions(full_state_dict=True) if full else None
     if optim_state_dict is not None and optim_state_dict["state"]:
-        set_state_dict(model, optimizer, model_state_dict=model_state_dict or {}, optim_state_dict=optim_state_dict,
-                       options=options)  # fmt: skip
+        set_state_dict(
+            model,
+            optimizer,
+            model_state_dict=model_state_dict or {},
+            optim_state_dict=optim_state_dict,
+            options=options,
+        )
     elif model_state_dict:
         set_model_state_dict(model, model_state_dict, options=options)
 
@@ -106,10 +111,12 @@ def split(state: dict[str, Any], saved_by: dict[str, Any]) -> tuple[dict[str, An
     tensors = {name: value for name, value in rng.items() if isinstance(value, torch.Tensor)}
     extra = {key: value for key, value in state.items() if key not in (MODEL, OPTIMIZER, RNG, DATA)}
     extra |= {
-        FORMAT_KEY: FORMAT, "param_groups": optim["param_groups"],
+        FORMAT_KEY: FORMAT,
+        "param_groups": optim["param_groups"],
         RNG: {name: value for name, value in rng.items() if name not in tensors},
-        DATA: {**data, "permutation": data["permutation"].tolist()}, SAVED_BY: saved_by,
-    }  # fmt: skip
+        DATA: {**data, "permutation": data["permutation"].tolist()},
+        SAVED_BY: saved_by,
+    }
     return {MODEL: state[MODEL], OPTIM: optim["state"]}, tensors, extra
 
 
@@ -173,8 +180,10 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _copies(tree: dict[str, Any]) -> dict[str, Any]:
     """The same nested dict with every tensor (DTensor shards included) replaced by a copy."""
-    return {k: _copies(v) if isinstance(v, dict) else v.detach().clone() if torch.is_tensor(v) else v
-            for k, v in tree.items()}  # fmt: skip
+    return {
+        k: _copies(v) if isinstance(v, dict) else v.detach().clone() if torch.is_tensor(v) else v
+        for k, v in tree.items()
+    }
 
 
 def _holds(saved: dict[str, Any], section: str) -> bool:

@@ -1,0 +1,160 @@
+"""`resumeproof verify` (and `python -B verify_resume.py`): run a training command as fresh processes and prove
+that it resumes exactly; exit 0 passed, 1 a comparison failed, 2 could not complete."""
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, debug_option, parsed, prog
+from resumeproof.common import protocol
+from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
+from resumeproof.verify import settings
+from resumeproof.verify.points import EPOCHS
+from resumeproof.verify.result import Verification
+from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
+
+
+@click.command(name="verify", context_settings=CONTEXT)
+@click.option("--output", type=click.Path(path_type=Path), required=True, help="Directory for this verification.")
+@click.option("--steps", type=click.IntRange(min=2), default=10, show_default=True, help="N: continuous updates.")
+@click.option(
+    "--interrupt-at",
+    default=str(DEFAULT_POINT),
+    show_default=True,
+    help="k, k1,k2,..., 'all', or 'epochs' (every epoch boundary and mid-epoch point, read off the continuous run).",
+)
+@click.option("--atol", type=float, default=1e-12, show_default=True, help="Absolute tolerance; no relative one.")
+@click.option(
+    "--train-cmd",
+    default=DEFAULT_TRAIN_CMD,
+    help="Training command (docs/protocol.md).  [default: the bundled reference trainer]",
+)
+@click.option(
+    "--resume-cmd",
+    metavar="CMD",
+    help="Command of every resuming process (e.g. torchrun at another world size).  [default: --train-cmd]",
+)
+@click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores", help="At once.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds a trajectory may run before it is killed.",
+)
+@click.option(
+    "--faults",
+    metavar="all|PART[,PART...]",
+    help="Also resume once per omitted part, each must be caught: all (the parts the trainer declares in meta.parts, "
+    f"else {', '.join(protocol.STANDARD_PARTS)}), a list of parts, or flat.",
+)
+@click.option("--segments", multiple=True, metavar="N1,N2,...", help="Also run a chain of processes (repeatable).")
+@click.option(
+    "--check-cadence",
+    is_flag=True,
+    help=f"Also run continuous with {protocol.CHECKPOINT_EVERY_FLAG} 1: writing a checkpoint every step must change "
+    "nothing.",
+)
+@click.option(
+    "--repeat",
+    is_flag=True,
+    help="Always repeat the continuous run (it is repeated anyway when a comparison fails); a difference is exit 1.",
+)
+@click.option("--plot", is_flag=True, help="Write DIR/verification.png (needs the 'plot' extra: matplotlib).")
+@click.option(
+    "--allow-unsafe-pickle",
+    multiple=True,
+    metavar="GLOB",
+    help="Accept checkpoint files matching GLOB that are pickles able to run code (recorded; repeatable).",
+)
+@click.option(
+    "--allow-opaque",
+    multiple=True,
+    metavar="GLOB",
+    help="Accept checkpoint files matching GLOB whose kind cannot be told (recorded; repeatable).",
+)
+@click.option("--torch-load", is_flag=True, help="Also load each checkpoint with torch.load (imports torch).")
+@click.option(
+    "--junit-xml",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="Also write JUnit XML: a testcase per trajectory and per check (for CI test views).",
+)
+@click.option(
+    "--summary-md",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="Also write a short Markdown verdict (e.g. $GITHUB_STEP_SUMMARY).",
+)
+@debug_option
+def run_verify(
+    output,
+    steps,
+    interrupt_at,
+    atol,
+    train_cmd,
+    resume_cmd,
+    jobs,
+    timeout,
+    faults,
+    segments,
+    check_cadence,
+    repeat,
+    plot,
+    allow_unsafe_pickle,
+    allow_opaque,
+    torch_load,
+    junit_xml,
+    summary_md,
+    debug,
+) -> None:
+    """Verify that TRAIN_CMD resumes as if it had never stopped."""
+    from resumeproof.verify import terminal
+    from resumeproof.verify.plot import INSTALL, available
+    from resumeproof.verify.verification import verify
+
+    asked = parsed(
+        lambda: Settings(
+            output=output,
+            steps=steps,
+            points=settings.parse_points(interrupt_at, steps),
+            atol=atol,
+            train_cmd=settings.parse_train_cmd(train_cmd),
+            jobs=jobs,
+            timeout=timeout,
+            torch_load=torch_load,
+            faults=settings.parse_faults(faults),
+            segments=settings.parse_segments(segments, steps),
+            infer_points=interrupt_at == EPOCHS,
+            cadence=1 if check_cadence else 0,
+            plot=plot,
+            allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
+            resume_cmd=settings.parse_train_cmd(resume_cmd, "--resume-cmd") if resume_cmd else None,
+            repeat=repeat,
+        )
+    )
+    if plot and not available():
+        raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
+    out = terminal.console()
+    with exit_on_error(prog(), debug):
+        try:
+            result = verify(asked, out)
+        except ResumeproofError as err:  # nothing was run: the CI reports still say why
+            _ci_reports(junit_xml, summary_md, Verification(error=one_line(err), train_cmd=train_cmd), output)
+            raise
+        _ci_reports(junit_xml, summary_md, result, output)
+    terminal.print_report(out, result)
+    sys.exit(EXIT_ERROR if result.error else EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
+
+
+def _ci_reports(junit_xml: Path | None, summary_md: Path | None, result: "Verification", output: Path) -> None:
+    if junit_xml is not None:
+        from resumeproof.verify import junit
+
+        junit.write(junit_xml, result, output / "verification.json")
+    if summary_md is not None:
+        from resumeproof.verify import markdown
+
+        markdown.write(summary_md, result, output / "verification.json")
