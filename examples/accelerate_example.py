@@ -6,7 +6,8 @@
 The resume path is the Checkpointing guide's: `save_state()` for "the model, optimizer, RNG
 generators, and the GradScaler", `load_state()` to restore them, and for a mid-epoch checkpoint
 `skip_first_batches()` on the prepared DataLoader for the first resumed epoch only; the position
-is derived from the step, as `examples/by_feature/checkpointing.py` does. Lines marked
+is derived from the step, as the by_feature/checkpointing.py example in Accelerate's repository
+does. Lines marked
 `# protocol` are all the protocol asks of the script. `--fix user` applies docs/audit.md's
 user-level fix; `--remove-cause CODE` removes one confirmed cause (examples/causes.py).
 """

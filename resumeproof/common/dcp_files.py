@@ -1,7 +1,7 @@
 """The files torch.distributed.checkpoint (DCP) writes, and the only globals their `.metadata` may name.
 
-Torch-free names and one allowlist unpickler, shared by the trainer (kit/distributed/dcp.py), which
-maps each name to the object it means, and by the verifier (verify/dcp.py), which checks a file's
+Torch-free names and one allowlist unpickler, shared by the trainer (kit/distributed/dcp_io.py), which
+maps each name to the object it means, and by the torch-free check (common/dcp_check.py), which checks a file's
 globals against them and then unpickles it into inert stubs. The list is what torch 2.13's
 FileSystemWriter writes (found by recording every global of real DDP and FSDP2 checkpoints and by
 reading metadata.py and filesystem.py): its metadata dataclasses, torch.Size, the dtypes, the
@@ -35,7 +35,7 @@ PATHS = ("pathlib.PosixPath", "pathlib._local.PosixPath")  # StorageMeta.checkpo
 # writes this class, but a checkpoint that names it is refused by both sides.
 BYTES_ITEM = f"{_MD}.BytesStorageMetadata"
 
-# torch.<name> for every dtype of torch 2.13 (tests/test_dcp.py holds the list to the installed torch).
+# torch.<name> for every dtype of torch 2.13 (tests/common/test_dcp.py holds the list to the installed torch).
 DTYPES = (
     "bfloat16", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8", "bool", "complex128", "complex32", "complex64",
     "float16", "float32", "float4_e2m1fn_x2", "float64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",

@@ -29,7 +29,7 @@ ALIASES = {
     DATA: ("sampler", "loader", "dataloader", "order", "dataset", "position"),
     PROGRESS: ("step", "steps", "counter"),
     protocol.SCALER: ("grad_scaler", "loss_scale", "scale", "amp"),
-    "ema": ("teacher", "swa", "averaged", "average"),
+    protocol.EMA: ("teacher", "swa", "averaged", "average"),
 }
 BASIC_FIELDS = frozenset(protocol.RECORD_KEYS)  # step, rows, lr, loss
 OPTIMIZER_STEP = re.compile(r"\.step$")  # Adam's per-parameter step counter is a float

@@ -1,7 +1,7 @@
 """A trainer written to the founding contract (resume-protocol/1, revision 1.0) and nothing more.
 
 Its flags are exactly section 1's, its checkpoint is one file, its summary has no `meta.omitted`,
-and it knows none of the extensions. It must stay verifiable (tests/test_protocol_compat.py): a
+and it knows none of the extensions. It must stay verifiable (tests/e2e/test_protocol_compat.py): a
 correct trainer, one weight pulled towards a target with noise from Python's random.
 """
 
