@@ -145,8 +145,8 @@ class ProtocolCallback(pl.Callback):
             loops = checkpoint["loops"]["fit_loop"]["state_dict"]
             if not loops.get("combined_loader"):
                 raise ResumeproofError(
-                    "--omit=data: the train DataLoader saves no position (Lightning restarts its "
-                    "epoch, L2); there is nothing to omit"
+                    f"{protocol.omit_token(protocol.DATA)}: the train DataLoader saves no position (Lightning "
+                    "restarts its epoch, L2); there is nothing to omit"
                 )
             loops["combined_loader"] = []
         self._keep_scaler(trainer, checkpoint)
