@@ -11,7 +11,9 @@ class StateDicts(Protocol):
     """How the model's and optimizer's sections are read and loaded: `PlainStateDicts` in one process, DCP's
     state-dict API under torchrun (kit.distributed's Group), where both load together."""
 
-    def get_state_dict(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]: ...
+    def get_state_dict(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
+        """The model's and optimizer's state dicts: `state_dict()`, or DCP's get_state_dict under torchrun."""
+        ...
 
     def set_state_dict(
         self,
@@ -20,7 +22,9 @@ class StateDicts(Protocol):
         *,
         model_state_dict: dict | None,
         optim_state_dict: dict | None,
-    ) -> None: ...
+    ) -> None:
+        """Load what get_state_dict gave (None: leave it as built): `load_state_dict`, or DCP's set_state_dict."""
+        ...
 
 
 class PlainStateDicts:

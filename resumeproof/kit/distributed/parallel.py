@@ -22,9 +22,13 @@ from torch import nn
 from resumeproof.kit import resume
 from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.run import Run
+from resumeproof.kit.state_dicts import StateDicts
 
 
-class Parallel(Protocol):
+class Parallel(StateDicts, Protocol):
+    """The training calls of one process or of one rank; the model's and optimizer's state dicts as StateDicts says:
+    `state_dict()` and `load_state_dict()`, or DCP's get_state_dict and set_state_dict under torchrun."""
+
     def prepare(self, model: nn.Module) -> None:
         """Wrap or shard the model in place; build the optimizer after this."""
 
@@ -41,19 +45,6 @@ class Parallel(Protocol):
 
     def reduce(self) -> float:
         """Every parameter's gradient set for the global batch; the global mean loss."""
-
-    def get_state_dict(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
-        """The model's and optimizer's state dicts: `state_dict()`, or DCP's get_state_dict under torchrun."""
-
-    def set_state_dict(
-        self,
-        model: nn.Module,
-        optimizer: torch.optim.Optimizer,
-        *,
-        model_state_dict: dict | None,
-        optim_state_dict: dict | None,
-    ) -> None:
-        """Load what get_state_dict gave (None: leave it as built): `load_state_dict`, or DCP's set_state_dict."""
 
     def open_run(self, args: ProtocolArgs, options: resume.Options) -> Run:
         """The run, with what it continues from (found, loaded, validated; nothing restored) and its run directory:
