@@ -35,8 +35,9 @@ def run_chaos(extra_args: list[str]) -> tuple[int, float, dict[str, Any]]:
 
 
 def print_checks(doc: dict[str, Any]) -> None:
-    for name, passed in doc["checks"].items():
-        print(f"  {'PASS' if passed else 'FAIL'}  {name}")
+    """A chaos run's checks (verification.json's list, as a verification's), one line each."""
+    for check in doc["checks"]:
+        print(f"  {'PASS' if check['passed'] else 'FAIL'}  {check['name']}")
 
 
 @click.command()

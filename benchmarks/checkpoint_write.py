@@ -25,7 +25,7 @@ import click
 import torch
 
 from resumeproof.common import weights_only
-from resumeproof.kit import checkpoint
+from resumeproof.kit import checkpoint, layout
 from resumeproof.reference import train
 
 READ_BACK = {
@@ -67,7 +67,7 @@ def measure(hidden: int, directory: Path) -> tuple[int, int, float, float, dict[
     raw = raw_write(directory / f"raw-{hidden}-before.bin", bytes(_size_hint(hidden)))  # same disk, same size
     os.sync()
     start = time.perf_counter()
-    checkpoint.save(path, train.checkpoint(t, par, dataclasses.asdict(exp), identity, []))
+    checkpoint.save(path, layout.capture(t, dataclasses.asdict(exp), identity, [], by=par))
     written = time.perf_counter() - start
     raw = statistics.median([raw, raw_write(directory / f"raw-{hidden}-after.bin", path.read_bytes())])
     n_params, size = sum(p.numel() for p in t.model.parameters()), path.stat().st_size

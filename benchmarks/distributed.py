@@ -39,6 +39,7 @@ def _worker(hidden: int, out: Path, repeats: int) -> None:
     import torch
     import torch.distributed as dist
 
+    from resumeproof.kit import layout
     from resumeproof.kit.distributed import dcp_io, state
     from resumeproof.reference import train
 
@@ -54,7 +55,7 @@ def _worker(hidden: int, out: Path, repeats: int) -> None:
         times: dict[str, list[float]] = {"raw": [], "kit": []}
         group = dist if world is not None else None
         for i in range(repeats):
-            everything = train.checkpoint(t, par, config, identity, [])
+            everything = layout.capture(t, config, identity, [], by=par)
             if world is None:
                 raw = functools.partial(_torch_save, everything, out / f"raw-{i}")
             else:
