@@ -1,15 +1,15 @@
 """The framework audit of docs/audit.md, reproduced by one command: every row verified again, from fresh processes.
 
-    python -B benchmarks/audit.py --output runs/audit            # prints the table, writes runs/audit/audit.json
-    python -B benchmarks/audit.py --output runs/audit --write    # also docs/audit.json and the generated tables
+    python -B -m benchmarks.audit --output runs/audit            # prints the table, writes runs/audit/audit.json
+    python -B -m benchmarks.audit --output runs/audit --write    # also docs/audit.json and the generated tables
 
 Per framework: the documented resume path; each confirmed cause alone (every other cause
 removed, examples/causes.py), which must diverge; all causes removed, which must be exact (so the
 list is complete); and the user-level fix. Each row is one `verify_resume.py --steps 12
 --interrupt-at epochs` (the verifier finds the epoch boundary at 6 and the mid-epoch points 3 and
 9 from the continuous run); the plain loop and each fix also get the fault matrix from k = 9,
-mid-epoch in the second epoch. `tests/test_examples.py` checks that the examples still give these
-verdicts, and `tests/test_audit_docs.py` that the documents show this file's table.
+mid-epoch in the second epoch. `tests/e2e/test_examples.py` checks that the examples still give these
+verdicts, and `tests/docs/test_audit_docs.py` that the documents show this file's table.
 """
 
 import argparse
@@ -24,9 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "examples"))
-import causes  # noqa: E402  (examples/causes.py: the cause table, torch-free to import)
+from benchmarks.helpers import REPO, write_between
+from examples import causes  # the cause table, torch-free to import (examples/ is a namespace package)
 
 STEPS, POINTS, FAULT_POINT = 12, "epochs", 9
 AUDIT_JSON = REPO / "docs" / "audit.json"
@@ -146,9 +145,11 @@ def run_row(row: Row, output: Path) -> Result:
     points = {str(k): _verdict(resumes[point_name(k, ks[0])]) for k in sorted(ks)}
     negative = document["comparison"]["no_rng_resume"]
     result = Result(
-        row=row, exit_code=proc.returncode, points=points,
+        row=row,
+        exit_code=proc.returncode,
+        points=points,
         negative={**_verdict(negative), "identical_to_full_resume": negative["identical_to_full_resume"]},
-    )  # fmt: skip
+    )
     if row.faults:
         matrix = folder.with_name(folder.name + "-faults")
         subprocess.run(verify_command(row, matrix, str(FAULT_POINT), row.faults), cwd=REPO, capture_output=True)
@@ -187,11 +188,10 @@ def table(audit: dict[str, Any], *, brief: bool = False) -> str:
 
 def replace_block(path: Path, name: str, content: str) -> None:
     """Rewrite what lies between `<!-- audit:NAME -->` and `<!-- /audit:NAME -->` in a document."""
-    text = path.read_text()
-    pattern = re.compile(rf"(<!-- audit:{name} -->\n).*?(<!-- /audit:{name} -->)", re.S)
-    if not pattern.search(text):
-        raise SystemExit(f"{path}: no <!-- audit:{name} --> block")
-    path.write_text(pattern.sub(lambda m: m.group(1) + content + m.group(2), text))
+    try:
+        path.write_text(write_between(path.read_text(), "audit", {name: content}))
+    except ValueError as err:
+        raise SystemExit(f"{path}: {err}") from None
 
 
 def main() -> None:
@@ -213,10 +213,15 @@ def main() -> None:
         results.append(result.entry())
         print(f"{row.key}: exit {result.exit_code}, {result.points}, {result.seconds} s", file=sys.stderr)
     audit = {
-        "steps": STEPS, "interrupt_at": POINTS, "fault_point": FAULT_POINT, "versions": versions,
-        "torch": importlib.metadata.version("torch"), "seconds": round(time.perf_counter() - start),
-        "causes": {code: asdict(cause) for code, cause in causes.CAUSES.items()}, "rows": results,
-    }  # fmt: skip
+        "steps": STEPS,
+        "interrupt_at": POINTS,
+        "fault_point": FAULT_POINT,
+        "versions": versions,
+        "torch": importlib.metadata.version("torch"),
+        "seconds": round(time.perf_counter() - start),
+        "causes": {code: asdict(cause) for code, cause in causes.CAUSES.items()},
+        "rows": results,
+    }
     text = json.dumps(audit, indent=1) + "\n"
     (options.output / "audit.json").write_text(text)
     print(table(audit))

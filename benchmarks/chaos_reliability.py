@@ -1,43 +1,15 @@
 """Reliability: the chaos test with many signals, and its figures.
 
-    python -B benchmarks/chaos_reliability.py [--kills 200] [--steps 300] [--seed 0]
+    python -B -m benchmarks.chaos_reliability [--kills 200] [--steps 300] [--seed 0]
 
 Runs `verify_resume.py chaos` once and prints what landed where, how many trainer starts it took,
 how many steps were replayed, and whether anything was lost. This prints figures; the short chaos
 run in tests/ is the test.
 """
 
-import json
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
-from typing import Any
-
 import click
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def run_chaos(extra_args: list[str]) -> tuple[int, float, dict[str, Any]]:
-    """One `verify_resume.py chaos` with these arguments: its exit status, its wall seconds, its verification.json."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "chaos"
-        argv = [sys.executable, "-B", "verify_resume.py", "chaos", "--output", str(out), *extra_args]
-        start = time.perf_counter()
-        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
-        elapsed = time.perf_counter() - start
-        report = out / "verification.json"
-        if not report.is_file():
-            sys.exit(f"exit {proc.returncode}, no report:\n{proc.stderr[-3000:]}")
-        return proc.returncode, elapsed, json.loads(report.read_text())
-
-
-def print_checks(doc: dict[str, Any]) -> None:
-    """A chaos run's checks (verification.json's list, as a verification's), one line each."""
-    for check in doc["checks"]:
-        print(f"  {'PASS' if check['passed'] else 'FAIL'}  {check['name']}")
+from benchmarks.helpers import print_checks, run_chaos
 
 
 @click.command()

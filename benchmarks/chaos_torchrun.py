@@ -1,20 +1,20 @@
 """Reliability under torchrun: SIGKILL one rank of a DDP run at many seeded instants; nothing may be lost.
 
-    python -B benchmarks/chaos_torchrun.py [--kills 50] [--steps 120] [--world 2] [--seed 0]
+    python -B -m benchmarks.chaos_torchrun [--kills 50] [--steps 120] [--world 2] [--seed 0]
 
 Runs `verify_resume.py chaos --kill rank` on `torchrun --standalone --nproc-per-node W --max-restarts
 KILLS train.py`: torchrun restarts the whole group after each kill, the group resumes in place from
 the newest complete DCP checkpoint. Prints what landed where (training, or inside a DCP save), the
 group starts, the replayed steps and the checks. This prints figures; the short run in
-tests/test_distributed.py is the test.
+tests/kit/test_distributed.py is the test.
 """
 
 import shlex
 from collections import Counter
 
 import click
-from chaos_reliability import REPO, print_checks, run_chaos  # the same run and checks, from the script beside this one
-from distributed import TORCHRUN
+
+from benchmarks.helpers import REPO, TORCHRUN, print_checks, run_chaos
 
 
 @click.command()
@@ -32,8 +32,10 @@ def main(kills: int, steps: int, world: int, checkpoint_every: int, seed: int) -
     print(f"torchrun chaos: {kills} SIGKILLs of one of {world} ranks, {steps} steps, every {checkpoint_every} saved")
     print(f"  seed {seed}: exit {code} in {elapsed:.0f} s ({elapsed / max(1, kills):.1f} s per kill)")
     print(f"  landed: {doc['kills_by_phase']}; ranks killed: {dict(sorted(ranks.items()))}")
-    print(f"  group starts {doc['trainer_starts']}, steps replayed {doc['replayed_steps']}, broken log lines "
-          f"{doc['broken_log_lines']}")  # fmt: skip
+    print(
+        f"  group starts {doc['trainer_starts']}, steps replayed {doc['replayed_steps']}, broken log lines "
+        f"{doc['broken_log_lines']}"
+    )
     print_checks(doc)
 
 

@@ -1,6 +1,6 @@
 """Benchmark: the checkpoint write path against simply writing the same bytes to the same disk.
 
-    python -B benchmarks/checkpoint_write.py [--repeats 3]
+    python -B -m benchmarks.checkpoint_write [--repeats 3]
 
 For the reference model (33 parameters) and a wide one (--hidden 2500000: 10,000,001 parameters,
 a 240 MB checkpoint with Adam's moments): capture + kit.save_checkpoint (serialise, write, fsync,

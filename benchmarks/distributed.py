@@ -1,6 +1,6 @@
 """Benchmark: what distribution costs. A DCP save at 2 processes against torch.save in one, and a verification.
 
-    python -B benchmarks/distributed.py [--repeats 3] [--hidden 2500000] [--verifications 3]
+    python -B -m benchmarks.distributed [--repeats 3] [--hidden 2500000] [--verifications 3]
 
 1. Checkpoint writes of the 10M-parameter model (train.py --hidden 2500000: 10,000,001 parameters,
    240 MB with Adam's moments), after one update. At W=2 under torchrun: `dcp_io.save` of the state
@@ -26,10 +26,8 @@ import time
 from pathlib import Path
 
 import click
-from verify_ratio import timed  # the same timing, from the script beside this one
 
-REPO = Path(__file__).resolve().parent.parent
-TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+from benchmarks.helpers import PY, REPO, TORCHRUN, timed
 
 
 def _worker(hidden: int, out: Path, repeats: int) -> None:
@@ -99,8 +97,9 @@ def saves(hidden: int, repeats: int) -> None:
     results = {}
     for world in (0, 2):
         with tempfile.TemporaryDirectory(dir=REPO / "runs") as tmp:
-            head = [*TORCHRUN, "--nproc-per-node", str(world)] if world else [sys.executable, "-B"]
-            argv = [*head, __file__, "--worker", "--hidden", str(hidden), "--out", tmp, "--repeats", str(repeats)]
+            head = [*TORCHRUN, "--nproc-per-node", str(world)] if world else PY
+            argv = [*head, "-m", "benchmarks.distributed", "--worker", "--hidden", str(hidden), "--out", tmp]
+            argv += ["--repeats", str(repeats)]
             proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
             if proc.returncode != 0:
                 sys.exit(f"{shlex.join(argv)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
@@ -134,8 +133,10 @@ def verification_ratio(count: int) -> None:
         shown = ", ".join(f"{t:.1f}" for t in times)
         print(f"  default verification, {name:15s} median {medians[name]:5.1f} s  ({shown})")
     w2 = medians["W=2 torchrun"]
-    print(f"  ratio W=2 / W=1 (both torchrun) {w2 / medians['W=1 torchrun']:.2f}; W=2 / single process "
-          f"{w2 / medians['single process']:.2f}")  # fmt: skip
+    print(
+        f"  ratio W=2 / W=1 (both torchrun) {w2 / medians['W=1 torchrun']:.2f}; W=2 / single process "
+        f"{w2 / medians['single process']:.2f}"
+    )
 
 
 @click.command()

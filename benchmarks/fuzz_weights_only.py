@@ -1,6 +1,6 @@
 """Benchmark: the torch-free weights_only check against torch.load(weights_only=True), by differential fuzzing.
 
-    python -B benchmarks/fuzz_weights_only.py [--cases 100000] [--seed 20261129] [--jobs 2]
+    python -B -m benchmarks.fuzz_weights_only [--cases 100000] [--seed 20261129] [--jobs 2]
 
 Seeded cases (tests/fuzz: generated checkpoints of allowed content, mutated pickles and containers,
 argument-fuzzed rebuild calls, code-running payloads that only touch a marker file) are judged by
@@ -11,11 +11,8 @@ promise (accepted by the check and refused by torch, failures of the check, mark
 
 import sys
 import time
-from pathlib import Path
 
 import click
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: tests.fuzz
 
 from tests.fuzz import run
 

@@ -1,6 +1,6 @@
 """Benchmark: the full sweep with two processes at once against one at a time.
 
-    python -B benchmarks/jobs_ratio.py [--repeats 1]
+    python -B -m benchmarks.jobs_ratio [--repeats 1]
 
 Runs `verify_resume.py --interrupt-at all --faults all` (28 trainer processes for 10 steps) with
 `--jobs 2` and with `--jobs 1`, alternating, and prints the medians and their ratio; the target
@@ -11,7 +11,8 @@ import statistics
 import tempfile
 
 import click
-from verify_ratio import PY, timed  # the same timing, from the script beside this one
+
+from benchmarks.helpers import PY, timed
 
 SWEEP = ["--interrupt-at", "all", "--faults", "all"]
 

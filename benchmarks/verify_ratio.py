@@ -1,6 +1,6 @@
 """Benchmark: wall time of verify_resume.py end to end against one `train.py --steps 10` run.
 
-    python -B benchmarks/verify_ratio.py [--repeats 5]
+    python -B -m benchmarks.verify_ratio [--repeats 5]
 
 The verifier's critical path is two trainer processes (interrupted, then a resume), so the ratio
 cannot drop below about 2; the target is at most 2.2 on a 2-core machine. Runs alternate so that
@@ -12,25 +12,12 @@ RESUMEPROOF_STOCK_TORCH=1, docs/architecture.md). This prints figures; it assert
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import click
 
-REPO = Path(__file__).resolve().parent.parent
-PY = [sys.executable, "-B"]
-
-
-def timed(argv: list[str], env: dict[str, str] | None = None) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env=env)
-    elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}")
-    return elapsed
+from benchmarks.helpers import PY, timed
 
 
 def breakdown(run_dir: Path) -> dict[str, float]:
