@@ -8,20 +8,36 @@ instead of paying about a second to import torch.
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import pickle
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for the torch-exact writer
-from tests.fuzz.zipwriter import Record, write
 
 PROTOCOL = "resume-protocol/1"
 CHECKPOINT, SUMMARY = "checkpoint.pt", "summary.json"
 TESTS = Path(__file__).resolve().parent.parent
 REPO = TESTS.parent
 TRAIN = REPO / "train.py"
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    """A module of the repository by its file: these trainers run as scripts from any directory, where the
+    repository is not importable. Registered under its own name before it runs, as an import would."""
+    if name in sys.modules:  # imported already (under pytest, where the repository is importable)
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: cannot be loaded as {name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+zipwriter = _load("tests.fuzz.zipwriter", TESTS / "fuzz" / "zipwriter.py")  # the torch-exact writer, stdlib only
 
 
 def run_train_py(argv: list[str]) -> None:
@@ -54,10 +70,15 @@ def make_output(output: Path) -> None:
 
 def checkpoint_bytes(state: dict[str, Any]) -> bytes:
     """A torch.save-compatible archive of plain data (no tensors)."""
-    records = [("data.pkl", pickle.dumps(state, protocol=2)), (".format_version", b"1"),
-               (".storage_alignment", b"64"), ("byteorder", b"little"), ("version", b"3\n"),
-               (".data/serialization_id", b"0" * 40)]  # fmt: skip
-    return write([Record(name, data) for name, data in records])
+    records = [
+        ("data.pkl", pickle.dumps(state, protocol=2)),
+        (".format_version", b"1"),
+        (".storage_alignment", b"64"),
+        ("byteorder", b"little"),
+        ("version", b"3\n"),
+        (".data/serialization_id", b"0" * 40),
+    ]
+    return zipwriter.write([zipwriter.Record(name, data) for name, data in records])
 
 
 def write_checkpoint(output: Path, data: bytes, digest: str | None = None) -> None:

@@ -1,27 +1,26 @@
-"""Write the regression files of issue 7 beside this script, one per class of file the check once got wrong.
+"""Write the regression files of issue 7 beside this module, one per class of file the check once got wrong.
 
-    python -B tests/data/weights_only/make.py
+    python -B -m tests.data.weights_only.make     # from the repository's root
 
 Every file must be refused by the torch-free check, in milliseconds and bounded memory
-(tests/test_weights_only.py). Each is built from a real torch.save archive, re-written with the
-torch-exact zip writer of tests/fuzz, so that only the named defect differs from what torch.save
-writes. Payloads only create a file named MARKER in the current directory.
+(tests/common/test_weights_only.py, which also runs this module to compare its FILES with the files
+here). Each is built from a real torch.save archive, re-written with the torch-exact zip writer of
+tests/fuzz, so that only the named defect differs from what torch.save writes. Payloads only create
+a file named MARKER in the current directory.
 """
 
 import io
 import pickle
 import struct
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[2]))  # the repository, for tests.fuzz
+from tests.fuzz import zipwriter
+from tests.fuzz.pickles import P, marker_payload
 
-from tests.fuzz import zipwriter  # noqa: E402
-from tests.fuzz.pickles import P, marker_payload  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 
 def saved(obj: object) -> tuple[str, list[zipwriter.Record]]:
