@@ -191,7 +191,7 @@ def restore_rng_before_fetch() -> None:
         finally:
             del self._load_rng_state
 
-    Trainer._run_epoch = _run_epoch
+    Trainer._run_epoch = _run_epoch  # type: ignore[method-assign]
 
 
 def start_epoch_after_last_batch_restart() -> None:

@@ -1,6 +1,6 @@
 """The diagnosis corpus, a fast slice: one case from each of five families, verified end to end and scored.
 
-The whole corpus (every bug beside its correct control) and its counts: `python -B benchmarks/diagnosis.py`.
+The whole corpus (every bug beside its correct control) and its counts: `python -B -m benchmarks.diagnosis`.
 Each case is one verify_resume.py run (four trainer processes, a dozen with --faults all), read
 and scored by the benchmark's own code, so that this test and the benchmark cannot disagree.
 """
