@@ -11,7 +11,7 @@ import pytest
 
 from resumeproof.common import dcp_check, protocol
 from tests.helpers import REPO, code_that_touches, rewrite_metadata
-from tests.kit.test_distributed import TRAIN, command, launch, summary, torchrun, verification
+from tests.e2e.test_distributed import TRAIN, command, launch, summary, torchrun, verification
 
 pytestmark = pytest.mark.xdist_group("launchers")  # one worker: the module's runs are made once
 
