@@ -23,7 +23,7 @@ KIT_AND_FORMATS = sorted(p for folder in ("common", "kit") for p in (TESTS / fol
 # Test modules named after no module of their folder's package, and why.
 UNMIRRORED = {
     "common/test_weights_only_fuzz.py": "the seeded differential fuzz slice of common/weights_only/",
-    "verify/test_cli.py": "cli.py, the command above verify/, whose options parse into verify/settings.py",
+    "verify/test_cli.py": "the `resumeproof` command (resumeproof.cli), which sits above the verifier and drives it",
 }
 
 
