@@ -1,7 +1,13 @@
 """train.py under torchrun (gloo, CPU), verified end to end: the same trajectory at 1, 2 and 4 processes, exact
 resumes on another number of processes (DDP, FSDP2, the canonical reduction), the rank-local faults, dead ranks,
 tampered DCP metadata, the torchrun chaos test and two agents on one machine. Launches are few and shared by
-fixtures. What the kit's distributed modules do without the verifier is in tests/kit/distributed/."""
+fixtures.
+
+The modules of kit/distributed/ are held here and in tests/e2e/test_launchers.py, end to end: world.py (the process
+group), group.py and single.py (a run under torchrun, or without a launcher), parallel.py (the calls a loop makes,
+the same for both), reduce.py and tree.py (the four reductions, the canonical one's fixed tree), state.py (the
+standard layout as a DCP checkpoint), rundir.py (the run directory the ranks share). What they refuse without the
+verifier is in tests/kit/distributed/."""
 
 import json
 import shlex

@@ -1,4 +1,5 @@
-"""The protocol's flags: one table, the same meaning through argparse and click, and the declared parts in meta."""
+"""The protocol's flags (kit/flags.py): one table (kit/flag_table.py), the same meaning through argparse and click,
+and the declared parts in meta."""
 
 import argparse
 import contextlib
