@@ -4,7 +4,8 @@
 - `resumeproof.verify` imports `common`, never the kit, and torch only in `verify/torch_load.py` (the
   opt-in `--torch-load`), inside a function;
 - `resumeproof.kit` imports `common`, never the verifier;
-- `resumeproof.reference`, the bundled trainer, is built on the kit alone, like any user's.
+- `resumeproof.reference`, the bundled trainer, is built on the kit alone, like any user's;
+- the frameworks (Accelerate, Lightning, transformers) are imported only by the scripts that use them.
 The rules are read off every import statement of every module, nested ones included. Then the
 verifier runs in a fresh interpreter where `import torch` fails (`sys.modules["torch"] = None`):
 a whole verification, chaos and `flat inspect`; the trainers it starts import torch as usual.
@@ -116,3 +117,12 @@ def test_verify_help_imports_no_torch_module():
     assert proc.returncode == 0, proc.stderr
     imported = [line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line]
     assert not [m for m in imported if m == "torch" or m.startswith(("torch.", "numpy"))]
+
+
+def test_nothing_but_a_script_imports_a_framework():
+    code = (
+        "import sys, resumeproof.kit, resumeproof.cli, resumeproof.verify.verification\n"
+        "print(sorted({'accelerate', 'lightning', 'transformers'} & set(sys.modules)))"
+    )
+    proc = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr

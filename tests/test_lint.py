@@ -3,6 +3,7 @@ schedulable as pyproject.toml asks."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,13 +20,23 @@ def test_tool_passes(argv):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def shares_fixtures(path: Path) -> bool:
+    """The module makes fixtures meant to be made once: its own module-scoped ones, or the session-scoped ones of a
+    conftest.py of its folder (those of tests/conftest.py, two runs of train.py, are made on each worker)."""
+    conftests = [folder / "conftest.py" for folder in path.parents if REPO / "tests" in folder.parents]
+    return 'scope="module"' in path.read_text() or any(
+        c.is_file() and 'scope="session"' in c.read_text() for c in conftests
+    )
+
+
 def test_every_module_with_a_module_fixture_runs_on_one_worker():
     """Under `--dist loadgroup` a module's tests spread over the workers unless it names a group, and each worker
     would make the module's fixtures (whole verifications) again."""
+    assert shares_fixtures(REPO / "tests" / "kit" / "adapters" / "test_lightning.py")  # through its conftest.py
     spread = [
         path.relative_to(REPO).as_posix()
         for path in sorted((REPO / "tests").rglob("test_*.py"))
-        if 'scope="module"' in (text := path.read_text()) and "pytest.mark.xdist_group(" not in text
+        if shares_fixtures(path) and "pytest.mark.xdist_group(" not in path.read_text()
     ]
     assert spread == []
 

@@ -5,12 +5,14 @@ steps; these tests run the documented path and the user-level fix of each exampl
 (mid-epoch) and 6 (the epoch boundary), and require the audit's verdict, first mismatch and
 diagnosis at each, and the exit code they imply. A row the audit finds exact at every point runs
 at k = 3 alone: each framework process starts in seconds, and the boundary is tried where the
-audit found something there. The frameworks are in the `dev` extra: these tests never skip.
+audit found something there. The frameworks are in the `dev` extra: these tests never skip. The minimal loop
+of docs/kit.md (examples/minimal_loop.py) passes the verifier too, and the page shows it word for word.
 """
 
 import ast
 import io
 import json
+import re
 import tokenize
 
 import pytest
@@ -23,6 +25,7 @@ BY_KEY = {entry["row"]["key"]: entry for entry in AUDITED["rows"]}
 POINTS = ("3", "6")  # mid-epoch, and the boundary after the first epoch
 TESTED = [row for row in audit.rows() if row.variant in audit.BRIEF]
 EXAMPLES = [*sorted((REPO / "examples").glob("*_example.py")), REPO / "examples" / "plain_dataloader.py"]
+MINIMAL = REPO / "examples" / "minimal_loop.py"  # docs/kit.md's loop: the kit alone, no framework
 
 
 @pytest.mark.parametrize("row", TESTED, ids=[row.key for row in TESTED])
@@ -80,3 +83,15 @@ def test_the_audit_covers_every_example_and_every_cause():
     for key, entry in BY_KEY.items():
         if key.endswith("/all causes removed") or key == "plain/careful":
             assert entry["exit_code"] == 0, key  # and the list of causes is complete
+
+
+def test_docs_kit_page_shows_the_minimal_loop_word_for_word_and_it_is_under_60_lines():
+    page = (REPO / "docs" / "kit.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
+    assert MINIMAL.read_text() in blocks
+    assert len(MINIMAL.read_text().splitlines()) < 60
+
+
+def test_the_minimal_loop_passes_the_verifier(tmp_path):
+    proc = run_verify("--output", tmp_path / "v", "--train-cmd", f"python -B {MINIMAL}")
+    assert proc.returncode == 0, proc.stderr

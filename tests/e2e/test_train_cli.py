@@ -17,7 +17,7 @@ import torch
 from resumeproof.cli import DEFAULT_TRAIN_CMD
 from resumeproof.common import protocol
 from resumeproof.kit.layout import IDENTITY
-from tests.helpers import REPO, run_train
+from tests.helpers import REPO, launch, run_train, torchrun
 from tests.kit._checkpoint_files import CHECKPOINT, SIDECAR, files_in, replace_pickle, save_tampered, write_sidecar
 
 
@@ -156,3 +156,20 @@ def test_under_torchrun_a_gpu_or_mixed_precision_is_refused_by_every_rank(tmp_pa
     for rank in (0, 1):
         assert f"train.py [rank {rank}]: error: {said}: torchrun runs cpu float64, no NCCL" in proc.stderr, proc.stderr
     assert not output.exists()
+
+
+def test_under_a_launcher_a_flat_file_is_refused(interrupted_run, tmp_path):
+    """A single process's checkpoint file resumes under torchrun (tests/e2e/test_launchers.py); a flat file does not."""
+    source = tmp_path / "flat.bin"
+    export = [sys.executable, "-B", "-m", "resumeproof", "flat", "export", str(interrupted_run / protocol.CHECKPOINT)]
+    subprocess.run([*export, str(source)], cwd=REPO, check=True, capture_output=True)
+    proc = torchrun(launch(1, "--steps", "6", "--output", str(tmp_path / "x"), "--resume-flat", str(source)))
+    said = "--resume-flat: a flat file resumes one process, not a torchrun group"
+    assert proc.returncode != 0 and said in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "x" / protocol.CHECKPOINT).exists()
+
+
+@pytest.mark.parametrize("args", [(), ("--steps", "2", "--until-step", "4")])
+def test_exactly_one_of_steps_and_until_step(tmp_path, args):
+    proc = run_train("--output", tmp_path / "run", *args)
+    assert proc.returncode == 2 and "exactly one of --steps and --until-step" in proc.stderr

@@ -218,6 +218,27 @@ def test_resume_that_rewrites_its_input_checkpoint_is_refused(tmp_path):
     assert doc["error"] == f"{out / 'interrupted' / 'checkpoint.pt'}: changed while it was being resumed from"
 
 
+def test_the_verifier_never_calls_a_pivoted_resume_concordant(tmp_path):
+    cmd = shlex.join([sys.executable, "-B", str(TRAINERS / "pivots_on_resume.py")])
+    proc = run_verify("--output", tmp_path / "v", "--steps", "4", "--interrupt-at", "2", "--train-cmd", cmd)
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads((tmp_path / "v" / "verification.json").read_text())
+    assert report["positive"] is False
+    assert report["comparison"]["full_resume"]["first_mismatch"] == "history[2]"  # the record names the pivot
+    full = next(c for c in report["checks"] if c["name"].startswith("resumed (from step 2)"))
+    assert "only right ['pivot']" in full["detail"]
+
+
+def test_the_flat_negative_control_diverges_and_names_its_cause(tmp_path):
+    proc = run_verify("--output", tmp_path / "v", "--faults", "flat")
+    assert proc.returncode == 0, proc.stderr
+    fault = json.loads((tmp_path / "v" / "verification.json").read_text())["faults"]["flat"]
+    assert fault["detected"] is True
+    assert fault["cause"].startswith("weights and Adam moments only, in float32")
+    assert {"step", "history", "state", "next"} <= set(fault["caught_by"])
+    assert "flat file: weights and Adam moments only" in proc.stderr
+
+
 def test_timed_out_trainer_is_killed_with_its_children(tmp_path):
     proc, out, _ = verify(tmp_path / "run", *SMALL, "--timeout", "3", "--train-cmd", trainer_cmd("hanging.py"))
     pids = [int(pid) for name in ("continuous", "interrupted") for pid in (out / name / "pids").read_text().split()]

@@ -1,4 +1,5 @@
-"""The kit's checkpoint file I/O: what `save` writes, and what `load` refuses before anything reads the state.
+"""The kit's checkpoint file I/O: what `save` writes (whatever instant a kill chooses), and what `load` refuses before
+anything reads the state.
 
 Every refusal must be a CheckpointError whose message is one line naming the file and the problem,
 and must leave every file it looked at byte for byte as it was. The checkpoint is the reference
@@ -11,7 +12,10 @@ import pickle
 import random
 import re
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,9 +24,10 @@ import numpy as np
 import pytest
 import torch
 
+from resumeproof.common import fingerprint
 from resumeproof.kit import checkpoint, layout
 from resumeproof.kit.layout import HISTORY, MODEL
-from tests.helpers import code_that_touches
+from tests.helpers import REPO, code_that_touches
 from tests.kit._checkpoint_files import CHECKPOINT, SIDECAR, files_in, replace_pickle, write_sidecar
 
 pytestmark = pytest.mark.xdist_group("checkpoint")  # one worker: the module's runs are made once
@@ -116,6 +121,62 @@ def test_state_the_weights_only_loader_refuses_is_never_written(tmp_path: Path, 
         checkpoint.save(path, state)
     assert str(path) in str(caught.value)
     assert files_in(tmp_path) == before  # the earlier checkpoint and sidecar stand, no temporary file
+
+
+# -- save: a kill at any instant leaves no checkpoint.pt or a complete one ------------------------------------------
+# A child writes checkpoints of about 8 MB into fresh directories, one after another, and is SIGKILLed at a random
+# instant (seeded); every checkpoint.pt left behind must load with the weights_only loader and, where its sidecar
+# was written, match it.
+WRITER = """
+import sys, torch
+from pathlib import Path
+from resumeproof.kit import checkpoint
+state = {"w": torch.arange(1_000_000, dtype=torch.float64), "step": 3}
+print("ready", flush=True)
+for i in range(10_000):
+    directory = Path(sys.argv[1]) / f"{i:05d}"
+    directory.mkdir()
+    checkpoint.save(directory / "checkpoint.pt", state)
+"""
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_checkpoint_killed_mid_write_is_absent_or_complete(tmp_path, seed):
+    child = subprocess.Popen(
+        [sys.executable, "-B", "-c", WRITER, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    time.sleep(random.Random(seed).uniform(0.2, 0.6))
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    directories = sorted(tmp_path.iterdir())
+    assert len(directories) >= 2  # the kill landed after some complete writes, during a later one
+    for directory in directories:
+        path = directory / "checkpoint.pt"
+        if not path.exists():
+            continue  # killed before the rename: no new file
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        assert torch.equal(state["w"], torch.arange(1_000_000, dtype=torch.float64)), path
+        if fingerprint.sidecar(path).exists():
+            fingerprint.verify(path)
+    complete = [d for d in directories if fingerprint.sidecar(d / "checkpoint.pt").exists()]
+    assert len(complete) >= len(directories) - 1  # only the write in flight may be unfinished
+
+
+def test_the_sidecar_is_in_place_before_the_checkpoint_takes_its_name(tmp_path, monkeypatch):
+    """So no kill can leave a checkpoint under its final name without its fingerprint."""
+    path, seen = tmp_path / "checkpoint.pt", []
+    real_replace = fingerprint.os.replace
+
+    def replace(src, dst):
+        if str(dst) == str(path):
+            seen.append(fingerprint.sidecar(path).exists())
+        real_replace(src, dst)
+
+    monkeypatch.setattr(fingerprint.os, "replace", replace)
+    checkpoint.save(path, {"w": torch.zeros(3)})
+    assert seen == [True]
+    fingerprint.verify(path)
 
 
 # -- refusals: damaged bytes --------------------------------------------------------------------

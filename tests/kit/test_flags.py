@@ -1,9 +1,9 @@
-"""The protocol's flags: one table, the same meaning through argparse and click, and the declared parts in meta."""
+"""The protocol's flags (kit/flags.py): one table (kit/flag_table.py), the same meaning through argparse and click,
+and the declared parts in meta."""
 
 import argparse
 import contextlib
 import io
-import json
 from pathlib import Path
 
 import click
@@ -48,20 +48,23 @@ def by_click(argv: list[str], long_runs: bool = True) -> kit.ProtocolArgs | str:
 
 # -- every value means the same on both forms -------------------------------------------------------
 
-# (flag, typed, what it means: the ProtocolArgs field's value, or REFUSED)
-VALUES = [
-    *[(protocol.STEPS_FLAG, text, meant) for text, meant in [("5", 5), ("0", 0), ("-1", REFUSED), ("five", REFUSED),
-                                                              ("1.5", REFUSED)]],
-    *[(protocol.UNTIL_STEP_FLAG, text, meant) for text, meant in [("9", 9), ("0", 0), ("-3", REFUSED),
-                                                                  ("nine", REFUSED)]],
-    *[(protocol.CHECKPOINT_EVERY_FLAG, text, meant) for text, meant in [("2", 2), ("0", 0), ("-1", REFUSED),
-                                                                        ("often", REFUSED)]],
-    *[(protocol.KEEP_FLAG, text, meant) for text, meant in [("1", 1), ("5", 5), ("0", REFUSED), ("-2", REFUSED),
-                                                            ("all", REFUSED)]],
-    *[(protocol.PACE_FLAG, text, meant) for text, meant in [("0.25", 0.25), ("0", 0.0), ("-0.5", REFUSED),
-                                                            ("slow", REFUSED), ("nan", REFUSED), ("inf", REFUSED),
-                                                            ("-inf", REFUSED)]],
-]  # fmt: skip
+# flag -> (typed, what it means: the ProtocolArgs field's value, or REFUSED)
+MEANINGS = {
+    protocol.STEPS_FLAG: [("5", 5), ("0", 0), ("-1", REFUSED), ("five", REFUSED), ("1.5", REFUSED)],
+    protocol.UNTIL_STEP_FLAG: [("9", 9), ("0", 0), ("-3", REFUSED), ("nine", REFUSED)],
+    protocol.CHECKPOINT_EVERY_FLAG: [("2", 2), ("0", 0), ("-1", REFUSED), ("often", REFUSED)],
+    protocol.KEEP_FLAG: [("1", 1), ("5", 5), ("0", REFUSED), ("-2", REFUSED), ("all", REFUSED)],
+    protocol.PACE_FLAG: [
+        ("0.25", 0.25),
+        ("0", 0.0),
+        ("-0.5", REFUSED),
+        ("slow", REFUSED),
+        ("nan", REFUSED),
+        ("inf", REFUSED),
+        ("-inf", REFUSED),
+    ],
+}
+VALUES = [(flag, text, meant) for flag, cases in MEANINGS.items() for text, meant in cases]
 
 
 def argv_with(flag: str, text: str) -> list[str]:
@@ -117,8 +120,11 @@ def test_absent_long_run_flags_take_the_tables_defaults_on_both_forms():
     ("argv", "long_runs", "problem"),
     [
         (["--steps=1", "--output=o", "--omit=model"], False, "need --resume"),
-        (["--steps=1", "--output=o", "--resume=c", "--omit=weights"], False,
-         "--omit: unknown part weights; valid parts: model, optimizer, rng-python, rng-torch, data"),
+        (
+            ["--steps=1", "--output=o", "--resume=c", "--omit=weights"],
+            False,
+            "--omit: unknown part weights; valid parts: model, optimizer, rng-python, rng-torch, data",
+        ),
         (["--steps=1", "--output=o", "--resume=c", "--omit=model,"], False, "an empty part name"),
         (["--output=o"], False, "--steps is required"),
         (["--output=o"], True, "give exactly one of --steps and --until-step"),
@@ -126,7 +132,7 @@ def test_absent_long_run_flags_take_the_tables_defaults_on_both_forms():
         (["--steps=1", "--output=o", "--resume=auto"], False, "--resume auto: this trainer does not continue in place"),
         (["--steps=1"], False, "--output"),
     ],
-)  # fmt: skip
+)
 def test_flags_that_do_not_make_sense_are_refused_by_both_forms(argv, long_runs, problem):
     for message in (by_argparse(argv, long_runs), by_click(argv, long_runs)):
         assert isinstance(message, str) and problem in message, message
@@ -246,10 +252,3 @@ def test_a_withdrawn_part_leaves_meta_parts_and_omitting_it_is_refused_with_the_
     omitting = by_argparse(["--steps=1", "--output=o", "--resume=c", "--omit=data"])
     with pytest.raises(FlagError, match="--omit=data: this loop has no data position; there is nothing to omit"):
         omitting.withdrawn("data", "this loop has no data position")
-
-
-def test_write_summary_writes_meta_as_given_nothing_from_flags_parsed_earlier(tmp_path):
-    flags.parse(["--steps=1", "--output=o"], parts=PARTS)  # no process-wide memory of the last parse
-    for meta in (None, {"omitted": []}, ["not", "an", "object"]):
-        kit.write_summary(tmp_path, step=0, history=[], state={}, next={"lr": 0.1}, eval={}, meta=meta)
-        assert json.loads((tmp_path / protocol.SUMMARY).read_text())["meta"] == meta

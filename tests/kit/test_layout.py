@@ -369,11 +369,14 @@ def test_an_fp16_checkpoint_is_accepted_with_its_scaler(fp16_run: Path, fp16_exp
         pytest.param(put((SCALER, "scale"), float("inf")), "scaler.scale is inf", id="infinite"),
         pytest.param(put((SCALER, "scale"), "512"), "scaler.scale is '512'", id="text"),
         pytest.param(put((SCALER, "_growth_tracker"), -1), "scaler._growth_tracker is -1", id="tracker-negative"),
-        pytest.param(put((SCALER, "growth_interval"), 2000), "scaler growth_interval is 2000, this experiment has 4",
-                     id="another-growth-interval"),
+        pytest.param(
+            put((SCALER, "growth_interval"), 2000),
+            "scaler growth_interval is 2000, this experiment has 4",
+            id="another-growth-interval",
+        ),
         pytest.param(put((SCALER, "backoff_factor"), 0.25), "scaler backoff_factor is 0.25", id="another-backoff"),
     ],
-)  # fmt: skip
+)
 def test_an_fp16_checkpoint_without_a_sound_scaler_state_is_refused(
     tmp_path: Path, fp16_state: dict[str, Any], fp16_expected: layout.Expected, tamper: Callable, problem: str
 ) -> None:

@@ -18,10 +18,8 @@ COMPARED = ("step", "history", "state", "next", "eval")
 def train(output, stock: bool, steps: int = 10) -> subprocess.CompletedProcess:
     env = {**os.environ, torch_setup.STOCK_ENV: "1"} if stock else {**os.environ}
     env.pop(torch_setup.STOCK_ENV, None) if not stock else None
-    return subprocess.run(
-        [sys.executable, "-B", "train.py", "--steps", str(steps), "--output", str(output)],
-        cwd=REPO, capture_output=True, text=True, env=env,
-    )  # fmt: skip
+    argv = [sys.executable, "-B", "train.py", "--steps", str(steps), "--output", str(output)]
+    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env=env)
 
 
 def test_the_stock_path_and_the_shortcuts_give_bit_identical_runs_and_meta_says_which_ran(continuous_run, tmp_path):
@@ -47,10 +45,8 @@ SHOW_DYNAMO = (
 def test_the_shortcut_path_never_imports_dynamo_and_the_stock_path_does(tmp_path):
     for stock, expected in ((False, "['torch._dynamo']"), (True, "real")):
         env = {**os.environ, torch_setup.STOCK_ENV: "1" if stock else "0"}
-        proc = subprocess.run(
-            [sys.executable, "-B", "-c", SHOW_DYNAMO, str(tmp_path / f"r{stock}")],
-            cwd=REPO, capture_output=True, text=True, env=env,
-        )  # fmt: skip
+        argv = [sys.executable, "-B", "-c", SHOW_DYNAMO, str(tmp_path / f"r{stock}")]
+        proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr
         modules = proc.stdout.strip()
         if expected == "real":
@@ -129,10 +125,8 @@ print(json.dumps({
 
 def configured(device: str, tf32: bool = False) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in (torch_setup.CUBLAS_ENV, torch_setup.STOCK_ENV)}
-    proc = subprocess.run(
-        [sys.executable, "-B", "-c", CONFIGURE, device, "tf32" if tf32 else "exact"],
-        capture_output=True, text=True, cwd=REPO, env=env,
-    )  # fmt: skip
+    argv = [sys.executable, "-B", "-c", CONFIGURE, device, "tf32" if tf32 else "exact"]
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env=env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -140,13 +134,15 @@ def configured(device: str, tf32: bool = False) -> dict:
 def test_configure_for_cuda_sets_the_cublas_workspace_cudnn_and_tf32_and_records_them():
     got = configured("cuda")
     assert got["env"] == ":4096:8" and got["deterministic"] and got["dtype"] == "torch.float64"
-    assert (got["benchmark"], got["cudnn_deterministic"], got["matmul_tf32"], got["cudnn_tf32"]) == (
-        False, True, False, False,
-    )  # fmt: skip
+    settings = (got["benchmark"], got["cudnn_deterministic"], got["matmul_tf32"], got["cudnn_tf32"])
+    assert settings == (False, True, False, False)
     assert got["setup"]["device"] == "cuda"
     assert got["setup"]["cuda"] == {
-        "cublas_workspace_config": ":4096:8", "cudnn_deterministic": True, "cudnn_benchmark": False, "tf32": False,
-    }  # fmt: skip
+        "cublas_workspace_config": ":4096:8",
+        "cudnn_deterministic": True,
+        "cudnn_benchmark": False,
+        "tf32": False,
+    }
 
 
 def test_configure_for_cuda_keeps_tf32_on_when_asked():

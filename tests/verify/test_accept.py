@@ -1,15 +1,20 @@
 """What a finished trajectory proved: a directory checkpoint (protocol revision 1.1) accepted with a sidecar that lists
-every file, each file classified (verify/accept.py, as verify/admission.py decides; verify/accepted.py records it).
+every file, each file classified (verify/accept.py, as verify/admission.py decides; verify/accepted.py records it);
+a DCP directory accepted only with the globals, items and bytes DCP writes, a tampered one refused unrun (as the
+trainer refuses it: tests/kit/distributed/test_dcp_io.py).
 
 Held elsewhere: a file checkpoint and a summary (verify/summary.py) end to end in tests/e2e/test_verify_e2e.py;
---torch-load's loader (verify/torch_load.py) in tests/common/test_weights_only.py and tests/common/test_dcp.py."""
+--torch-load's loader (verify/torch_load.py) in tests/verify/test_torch_load.py."""
 
 import json
 import subprocess
 
 import pytest
 
-from tests.helpers import TRAINERS, read_verification, run_verify
+from resumeproof.common import dcp_files, manifest, weights_only
+from resumeproof.verify import accept
+from resumeproof.verify.trajectories import TrajectoryError
+from tests.helpers import DCP_TAMPERED, TRAINERS, dcp_saved, dcp_tampered, read_verification, run_verify
 
 pytestmark = pytest.mark.xdist_group("directory_checkpoints")  # one worker: the module's runs are made once
 
@@ -78,3 +83,34 @@ def test_a_file_beside_the_list_or_a_resume_that_writes_its_input_is_refused(tmp
     proc = run_verify("--output", tmp_path / "v", "--train-cmd", f"{TRAINER} --variant {variant}", *SMALL, *ALLOW_RNG)
     assert proc.returncode == 2, proc.stderr
     assert said in json.loads((tmp_path / "v" / "verification.json").read_text())["error"]
+
+
+# -- DCP directories ------------------------------------------------------------------------------------------------
+
+
+def test_a_dcp_save_names_only_allowlisted_globals_and_every_file_is_safe(tmp_path):
+    folder = dcp_saved(tmp_path)
+    assert set(weights_only.pickle_globals((folder / dcp_files.METADATA).read_bytes())) <= dcp_files.GLOBALS
+    info = accept.checkpoint(folder)
+    assert {f.path: f.kind for f in info.files} == {".metadata": "dcp-metadata", "__0_0.distcp": "dcp-data"}
+    assert info.tensors == 5
+
+
+@pytest.mark.parametrize("how", DCP_TAMPERED)
+def test_a_dcp_directory_dcp_never_writes_is_refused_by_the_verifier_and_never_runs(tmp_path, how):
+    """The trainer refuses it alike (tests/kit/distributed/test_dcp_io.py); only an explicit option would accept it."""
+    folder, marker = dcp_tampered(tmp_path, how)
+    with pytest.raises(TrajectoryError) as refused:
+        accept.checkpoint(folder)
+    reason, option = DCP_TAMPERED[how]
+    assert reason in str(refused.value) and f"{option} '.metadata'" in str(refused.value)
+    assert not marker.exists()
+
+
+def test_bytes_that_no_item_describes_are_refused(tmp_path):
+    folder = dcp_saved(tmp_path)
+    with open(folder / "__0_0.distcp", "ab") as f:
+        f.write(b"hidden")
+    manifest.write(folder)
+    with pytest.raises(TrajectoryError, match="items end at byte"):
+        accept.checkpoint(folder)

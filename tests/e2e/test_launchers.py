@@ -1,6 +1,6 @@
 """Resume across launchers: a DCP checkpoint written under torchrun resumed by one plain process, a single process's
 checkpoint file resumed under torchrun (FSDP2 sharding its full tensors), and what stays refused. Two verifications,
-shared by fixtures; docs/distributed.md."""
+shared by fixtures, verified end to end; docs/distributed.md."""
 
 import shlex
 import shutil
@@ -10,8 +10,17 @@ import sys
 import pytest
 
 from resumeproof.common import dcp_check, protocol
-from tests.helpers import REPO, code_that_touches, rewrite_metadata
-from tests.kit.test_distributed import TRAIN, command, launch, summary, torchrun, verification
+from tests.helpers import (
+    REPO,
+    TRAIN,
+    code_that_touches,
+    command,
+    launch,
+    rewrite_metadata,
+    summary,
+    torchrun,
+    verification,
+)
 
 pytestmark = pytest.mark.xdist_group("launchers")  # one worker: the module's runs are made once
 
@@ -29,8 +38,8 @@ def to_one(tmp_path_factory):
     """Interrupted under torchrun at 2 processes (canonical), every resume one plain process; the model and
     optimizer faults prove that both come back from the DCP directory."""
     train = command(2, "--reduction", "canonical")
-    return verification(tmp_path_factory, "to-one", "--train-cmd", train, "--resume-cmd", PLAIN,
-                        "--faults", "model,optimizer")  # fmt: skip
+    faults = ("--faults", "model,optimizer")
+    return verification(tmp_path_factory, "to-one", "--train-cmd", train, "--resume-cmd", PLAIN, *faults)
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +79,10 @@ def test_resuming_in_place_a_run_directory_another_launcher_wrote_is_refused_unt
     to_one, from_one, tmp_path, launcher
 ):
     """--resume auto replaces checkpoint.pt and the generations by name: a file cannot replace a DCP directory."""
-    written_by, argv = {
-        "plain": (to_one[2], [sys.executable, "-B", str(TRAIN)]),
-        "torchrun": (from_one[2], launch(1)),
-    }[launcher]  # fmt: skip
+    if launcher == "plain":
+        written_by, argv = to_one[2], [sys.executable, "-B", str(TRAIN)]
+    else:
+        written_by, argv = from_one[2], launch(1)
     run = tmp_path / "run"
     shutil.copytree(written_by / "interrupted", run)
     before = sorted(p.name for p in run.iterdir())

@@ -1,8 +1,7 @@
-"""The kit's public pieces: exact JSON of training state, summary.json, the minimal loop; flags in test_flags.py."""
+"""summary.json (kit/summary.py): training state as exact JSON, the protocol document checked before it is written."""
 
 import json
 import math
-import re
 import struct
 from collections import OrderedDict
 
@@ -11,10 +10,9 @@ import pytest
 import torch
 
 from resumeproof import kit
+from resumeproof.common import protocol
+from resumeproof.kit import flags
 from resumeproof.kit.summary import SummaryError
-from tests.helpers import REPO, run_verify
-
-# -- to_json and summary.json ---------------------------------------------------------------------
 
 
 def test_float64_state_round_trips_bit_identical_through_summary_json(tmp_path):
@@ -31,8 +29,12 @@ def test_to_json_takes_state_dicts_arrays_and_scalars_and_stringifies_keys():
     )
     assert tree == {
         "opt": {"0": {"step": 3.0, "exp_avg": [1.0, 1.0]}, "1": {}},
-        "arr": [0, 1, 2], "scalar": 0.5, "t": [1, 2], "dt": "torch.float64", "z": [1.0, 2.0],
-    }  # fmt: skip
+        "arr": [0, 1, 2],
+        "scalar": 0.5,
+        "t": [1, 2],
+        "dt": "torch.float64",
+        "z": [1.0, 2.0],
+    }
 
 
 def test_to_json_refuses_what_has_no_exact_json_form_and_says_where():
@@ -45,9 +47,8 @@ def test_to_json_refuses_what_has_no_exact_json_form_and_says_where():
 def test_write_summary_checks_the_history_and_writes_the_protocol_document(tmp_path):
     history = [kit.record(1, [3, 1], 0.1, 2.5), kit.record(2, [0, 2], 0.1, math.nan)]
     doc = kit.write_summary(tmp_path, step=2, history=history, state={}, next={"lr": 0.1}, eval={})
-    assert json.loads((tmp_path / "summary.json").read_text(), parse_constant=str) == {**doc, "history": [
-        history[0], {**history[1], "loss": "NaN"}
-    ]}  # fmt: skip
+    written = json.loads((tmp_path / "summary.json").read_text(), parse_constant=str)
+    assert written == {**doc, "history": [history[0], {**history[1], "loss": "NaN"}]}
     assert doc["protocol"] == "resume-protocol/1"
     with pytest.raises(SummaryError, match=r"one record per update 1\.\.3"):
         kit.write_summary(tmp_path, step=3, history=history, state={}, next={"lr": 0.1}, eval={})
@@ -55,18 +56,8 @@ def test_write_summary_checks_the_history_and_writes_the_protocol_document(tmp_p
         kit.write_summary(tmp_path, step=2, history=history, state={}, next={}, eval={})
 
 
-# -- the minimal loop of docs/kit.md ----------------------------------------------------------------
-
-MINIMAL = REPO / "examples" / "minimal_loop.py"
-
-
-def test_docs_kit_page_shows_the_minimal_loop_word_for_word_and_it_is_under_60_lines():
-    page = (REPO / "docs" / "kit.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.DOTALL)
-    assert MINIMAL.read_text() in blocks
-    assert len(MINIMAL.read_text().splitlines()) < 60
-
-
-def test_the_minimal_loop_passes_the_verifier(tmp_path):
-    proc = run_verify("--output", tmp_path / "v", "--train-cmd", f"python -B {MINIMAL}")
-    assert proc.returncode == 0, proc.stderr
+def test_write_summary_writes_meta_as_given_nothing_from_flags_parsed_earlier(tmp_path):
+    flags.parse(["--steps=1", "--output=o"], parts=("model", "data"))  # no process-wide memory of the last parse
+    for meta in (None, {"omitted": []}, ["not", "an", "object"]):
+        kit.write_summary(tmp_path, step=0, history=[], state={}, next={"lr": 0.1}, eval={}, meta=meta)
+        assert json.loads((tmp_path / protocol.SUMMARY).read_text())["meta"] == meta

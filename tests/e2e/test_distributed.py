@@ -1,6 +1,13 @@
-"""train.py under torchrun (gloo, CPU): the same trajectory at 1, 2 and 4 processes, exact resumes on another
-number of processes (DDP, FSDP2, the canonical reduction), the rank-local faults, dead ranks, tampered DCP
-metadata, the torchrun chaos test and two agents on one machine. Launches are few and shared by fixtures."""
+"""train.py under torchrun (gloo, CPU), verified end to end: the same trajectory at 1, 2 and 4 processes, exact
+resumes on another number of processes (DDP, FSDP2, the canonical reduction), the rank-local faults, dead ranks,
+tampered DCP metadata, the torchrun chaos test and two agents on one machine. Launches are few and shared by
+fixtures.
+
+The modules of kit/distributed/ are held here and in tests/e2e/test_launchers.py, end to end: world.py (the process
+group), group.py and single.py (a run under torchrun, or without a launcher), parallel.py (the calls a loop makes,
+the same for both), reduce.py and tree.py (the four reductions, the canonical one's fixed tree), state.py (the
+standard layout as a DCP checkpoint), rundir.py (the run directory the ranks share). What they refuse without the
+verifier is in tests/kit/distributed/."""
 
 import json
 import shlex
@@ -8,7 +15,6 @@ import shutil
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,44 +22,29 @@ from resumeproof.common import dcp_check, protocol
 from resumeproof.verify import accept
 from resumeproof.verify.compare import compare_keys, merge
 from resumeproof.verify.trajectories import TrajectoryError
-from tests.helpers import REPO, TRAINERS, code_that_touches, read_verification, rewrite_metadata, run_verify
+from tests.helpers import (
+    LAUNCH_TIMEOUT,
+    REPO,
+    TORCHRUN,
+    TRAIN,
+    TRAINERS,
+    code_that_touches,
+    command,
+    identical,
+    launch,
+    read_verification,
+    rewrite_metadata,
+    run_verify,
+    summary,
+    torchrun,
+    verification,
+)
 
 pytestmark = pytest.mark.xdist_group("distributed")  # one worker: the module's runs are made once
-
-TORCHRUN = (sys.executable, "-m", "torch.distributed.run")
-TRAIN = REPO / "train.py"
-LAUNCH_TIMEOUT = 300  # generous: four ranks on two shared cores
-
-
-def launch(world: int, *extra: str, script: Path = TRAIN) -> list[str]:
-    return [*TORCHRUN, "--standalone", "--nproc-per-node", str(world), str(script), *extra]
-
-
-def command(world: int, *extra: str, script: Path = TRAIN) -> str:
-    return shlex.join(launch(world, *extra, script=script))
-
-
-def torchrun(argv: list[str], timeout: float = LAUNCH_TIMEOUT) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
-
-
-def summary(run: Path) -> dict:
-    return json.loads((run / protocol.SUMMARY).read_text())
 
 
 def compared(a: dict, b: dict):
     return merge(compare_keys(a, b, protocol.COMPARED_KEYS, 1e-12).values())
-
-
-def identical(a: dict, b: dict) -> bool:
-    return all(a[key] == b[key] for key in protocol.COMPARED_KEYS)
-
-
-def verification(tmp_path_factory, name: str, *args: str) -> tuple[subprocess.CompletedProcess, dict, Path]:
-    out = tmp_path_factory.mktemp("dist") / name
-    proc = run_verify("--output", str(out), *args, timeout=2 * LAUNCH_TIMEOUT)
-    report = out / "verification.json"
-    return proc, read_verification(report) if report.is_file() else {}, out
 
 
 @pytest.fixture(scope="module")
@@ -137,9 +128,8 @@ def test_an_fsdp2_run_interrupted_at_2_processes_resumes_resharded_at_1(fsdp):
     kinds = {f["path"]: f["kind"] for f in doc["trajectories"]["interrupted"]["checkpoint_files"]}
     assert kinds == {".metadata": "dcp-metadata", "__0_0.distcp": "dcp-data", "__1_0.distcp": "dcp-data"}
     meta = summary(out / "continuous")["meta"], summary(out / "resumed")["meta"]
-    assert [(m["world_size"], m["backend"], m["reduction"], len(m["workers"])) for m in meta] == [
-        (2, "gloo", "fsdp", 2), (1, "gloo", "fsdp", 1),
-    ]  # fmt: skip
+    shapes = [(m["world_size"], m["backend"], m["reduction"], len(m["workers"])) for m in meta]
+    assert shapes == [(2, "gloo", "fsdp", 2), (1, "gloo", "fsdp", 1)]
     layout = dcp_check.read(out / "interrupted" / protocol.CHECKPOINT)
     files_of = {}
     for item in layout.items:
@@ -171,13 +161,6 @@ def test_a_tampered_metadata_is_refused_by_the_trainer_under_torchrun_and_never_
     assert not marker.exists() and not (tmp_path / "r").exists()
 
 
-def test_ranks_whose_global_state_drifted_refuse_to_save(tmp_path):
-    proc = torchrun(launch(2, "--steps", "4", "--output", str(tmp_path / "r"), script=TRAINERS / "rank_drifts.py"))
-    assert proc.returncode != 0
-    assert "rank 1 holds another rng-numpy than rank 0; refusing to save" in proc.stderr
-    assert not (tmp_path / "r" / protocol.CHECKPOINT).exists()
-
-
 def test_a_short_torchrun_chaos_run_killing_ranks_loses_nothing(tmp_path):
     train = shlex.join([*TORCHRUN, "--standalone", "--nproc-per-node", "2", "--max-restarts", "4", str(TRAIN)])
     args = ("chaos", "--output", tmp_path / "c", "--kill", "rank", "--kills", "2", "--steps", "6", "--seed", "2")
@@ -197,11 +180,9 @@ def free_port() -> int:
 
 def test_two_torchrun_agents_with_a_c10d_rendezvous_resume_as_one_node(grow, tmp_path):
     two = tmp_path / "two-nodes"
-    agent = [
-        *TORCHRUN, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-        "--rdzv-endpoint", f"localhost:{free_port()}", "--rdzv-id", "two-nodes", "--rdzv-conf", "join_timeout=120",
-        "--max-restarts", "0", str(TRAIN), "--steps", "5", "--output", str(two),
-    ]  # fmt: skip
+    rendezvous = ("--rdzv-backend", "c10d", "--rdzv-endpoint", f"localhost:{free_port()}", "--rdzv-id", "two-nodes")
+    nodes = ("--nnodes", "2", "--nproc-per-node", "1", *rendezvous, "--rdzv-conf", "join_timeout=120")
+    agent = [*TORCHRUN, *nodes, "--max-restarts", "0", str(TRAIN), "--steps", "5", "--output", str(two)]
     agents = [subprocess.Popen(agent, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for _ in range(2)]
     outputs = [a.communicate(timeout=LAUNCH_TIMEOUT)[0].decode(errors="replace") for a in agents]
     assert [a.returncode for a in agents] == [0, 0], outputs
@@ -226,14 +207,3 @@ def test_without_a_launcher_what_needs_one_is_refused(fsdp, tmp_path, args, said
     proc = subprocess.run([*argv, *(a.format(dcp=dcp_dir) for a in args)], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 2 and said in proc.stderr, proc.stderr
     assert not (tmp_path / "x").exists()
-
-
-def test_under_a_launcher_a_flat_file_is_refused(interrupted_run, tmp_path):
-    """A single process's checkpoint file resumes under torchrun (tests/kit/test_launchers.py); a flat file does not."""
-    source = tmp_path / "flat.bin"
-    export = [sys.executable, "-B", "-m", "resumeproof", "flat", "export", str(interrupted_run / protocol.CHECKPOINT)]
-    subprocess.run([*export, str(source)], cwd=REPO, check=True, capture_output=True)
-    proc = torchrun(launch(1, "--steps", "6", "--output", str(tmp_path / "x"), "--resume-flat", str(source)))
-    said = "--resume-flat: a flat file resumes one process, not a torchrun group"
-    assert proc.returncode != 0 and said in proc.stderr, proc.stderr[-2000:]
-    assert not (tmp_path / "x" / protocol.CHECKPOINT).exists()
