@@ -6,7 +6,7 @@ Runs `verify_resume.py chaos --kill rank` on `torchrun --standalone --nproc-per-
 KILLS train.py`: torchrun restarts the whole group after each kill, the group resumes in place from
 the newest complete DCP checkpoint. Prints what landed where (training, or inside a DCP save), the
 group starts, the replayed steps and the checks. This prints figures; the short run in
-tests/kit/test_distributed.py is the test.
+tests/e2e/test_distributed.py is the test.
 """
 
 import shlex

@@ -35,7 +35,7 @@ PATHS = ("pathlib.PosixPath", "pathlib._local.PosixPath")  # StorageMeta.checkpo
 # writes this class, but a checkpoint that names it is refused by both sides.
 BYTES_ITEM = f"{_MD}.BytesStorageMetadata"
 
-# torch.<name> for every dtype of torch 2.13 (tests/common/test_dcp.py holds the list to the installed torch).
+# torch.<name> for every dtype of torch 2.13 (tests/common/test_dcp_files.py holds the list to the installed torch).
 DTYPES = (
     "bfloat16", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8", "bool", "complex128", "complex32", "complex64",
     "float16", "float32", "float4_e2m1fn_x2", "float64", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
