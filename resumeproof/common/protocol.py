@@ -87,6 +87,7 @@ class CheckKind(StrEnum):
     FAULT = "fault"  # the resume without one part diverges
     CADENCE = "cadence"  # writing a checkpoint every step changes nothing
     DETERMINISM = "determinism"  # the continuous run equals a repeat of itself
+    FINITE = "finite"  # the continuous run's outputs are finite where an output must be usable
     CHAOS = "chaos"  # a check of the chaos test
     LEGACY = "legacy"  # a check read from a document written before checks carried their identity
 
