@@ -4,11 +4,13 @@
   k updates differ from the continuous run's) is not deterministic: that is the verdict, and no part
   is blamed, whatever else differs.
 - Resumes without one candidate part each, from the primary point (`probe-PART`, or the fault run
-  when --faults asked for it). When the rules leave the cause unknown, a probe that reproduces the
-  failed resume exactly is the evidence that names its part.
+  when --faults asked for it), once the repeat showed the trainer deterministic. When the rules leave
+  the cause unknown, a probe that reproduces the failed resume exactly is the evidence that names its
+  part, even one whose end state equals the continuous run's.
 - A run of 0 updates: when the negative control cannot diverge, it shows whether the generators were
   used at all between seeding and the interruption point.
-Each is run only when a comparison failed (verify/verification.py), so a pass costs nothing extra.
+Each is run only when a comparison failed (verify/verification.py, in rounds until nothing new is asked for),
+so a pass costs nothing extra; what already ran (a repeat --repeat asked for, the fault runs) is always used.
 """
 
 from collections.abc import Mapping
@@ -74,11 +76,13 @@ def not_deterministic(d: Determinism) -> Diagnosis:
 
 
 def candidates(continuous: Summary, resumed: Summary, c: Context) -> list[str]:
-    """The declared parts a probe may name: every one the summaries do not show restored."""
-    f = diagnosis.facts(continuous, resumed, c)
-    if f is None:
+    """The declared parts a probe may name, when the runs differ: every one but `progress`, including those whose
+    end state equals the continuous run's. End state clears nothing here: a state that converges by itself (a loss
+    scale that backs off and grows back, a plateau counter, a decayed buffer, a generator seeded again each epoch)
+    looks restored at the end when it was lost. Only a probe that reproduces the failure names a part."""
+    if diagnosis.facts(continuous, resumed, c) is None:
         return []
-    return [part for part in c.parts if part != protocol.PROGRESS and not diagnosis.exonerated(part, f, c)]
+    return [part for part in c.parts if part != protocol.PROGRESS]
 
 
 def confirm(found: Diagnosis, resumed: Summary, probes: Mapping[str, Summary]) -> Diagnosis:

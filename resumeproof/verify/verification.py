@@ -18,11 +18,12 @@ from resumeproof.verify.accepted import Accepted
 from resumeproof.verify.expectation import Expect
 from resumeproof.verify.findings import DIVERGENT
 from resumeproof.verify.result import TrajectoryRecord, Verification
-from resumeproof.verify.settings import ALL, Settings, primary_first
+from resumeproof.verify.settings import ALL, FLAT, Settings, primary_first
 from resumeproof.verify.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
     from resumeproof.verify.evaluate import Evaluated
+    from resumeproof.verify.evidence import Evidence
 
 COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failure here asks for the evidence
 
@@ -85,53 +86,68 @@ def declared_parts(summary: dict[str, Any]) -> tuple[str, ...] | None:
 
 
 def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) -> "Evaluated":
-    """Evaluate; where a comparison failed, run the evidence it asks for (verify/evidence.py) and evaluate again."""
+    """Evaluate with every piece of evidence in hand (a repeat --repeat planned, the fault runs as probes); while
+    the evaluation asks for more (verify/evidence.py: the repeat first, the probes once the trainer is shown
+    deterministic, the seeded run), run it and evaluate again: rounds until nothing new is asked for."""
     from resumeproof.verify.evaluate import evaluate
+
+    declared = declared_parts(_summaries(trajectories)[CONTINUOUS])
+    parts = declared or protocol.STANDARD_PARTS
+    while True:
+        summaries = _summaries(trajectories)
+        evaluated = evaluate(trajectories, summaries, s.atol, parts, _in_hand(trajectories, summaries, s.primary))
+        extra = _evidence_trajectories(s, evaluated, summaries, trajectories, declared)
+        if not extra:  # each is asked for once, by name: the rounds end
+            return evaluated
+        trajectories += extra
+        _run(trajectories, s, out)  # only the new ones are queued; a failed one is no evidence, never an error
+
+
+def _in_hand(trajectories: list[Trajectory], summaries: dict[str, dict[str, Any]], primary: int) -> "Evidence":
+    """The evidence the accepted trajectories hold: the repeat, the resumes without one part, the seeded run."""
     from resumeproof.verify.evidence import Evidence
 
-    summaries = _summaries(trajectories)
-    declared = declared_parts(summaries[CONTINUOUS])
-    parts = declared or protocol.STANDARD_PARTS
-    first = evaluate(trajectories, summaries, s.atol, parts)
-    extra = _evidence_trajectories(s, first, summaries, trajectories, declared)
-    if not extra:
-        return first
-    trajectories += extra
-    _run(trajectories, s, out)  # only the new ones are queued; a failed probe is no evidence, never an error
-    summaries = _summaries(trajectories)
-    probes = {part: summaries[name] for name, part in _without_one_part(trajectories, s.primary) if name in summaries}
-    found = Evidence(repeat=summaries.get(REPEAT), probes=probes, seeded=summaries.get(plan.SEEDED))
-    return evaluate(trajectories, summaries, s.atol, parts, found)
+    probes = {part: summaries[name] for name, part in _without_one_part(trajectories, primary) if name in summaries}
+    return Evidence(repeat=summaries.get(REPEAT), probes=probes, seeded=summaries.get(plan.SEEDED))
 
 
 def _without_one_part(trajectories: list[Trajectory], primary: int) -> list[tuple[str, str]]:
-    """The resumes from the primary point without one part, a probe's or a fault's: (trajectory, part)."""
+    """The resumes from the primary point without one part, a probe's or a fault's: (trajectory, part). The flat
+    file's fault resumes from another file, not without a part: it is no probe."""
     kinds = (Expect.PROBE, Expect.DIVERGENT)
     expected = [(t.name, t.expectation) for t in trajectories if t.expectation is not None]
-    return [(name, e.part) for name, e in expected if e.part and e.resumed_at == primary and e.kind in kinds]
+    return [
+        (name, e.part)
+        for name, e in expected
+        if e.part and e.part != FLAT and e.resumed_at == primary and e.kind in kinds
+    ]
 
 
 def _evidence_trajectories(
     s: Settings,
-    first: "Evaluated",
+    evaluated: "Evaluated",
     summaries: dict[str, dict[str, Any]],
     trajectories: list[Trajectory],
     declared: tuple[str, ...] | None,
 ) -> list[Trajectory]:
+    """What the evaluation asks for that has not run: the repeat after a failed comparison; the probes once the
+    repeat showed the trainer deterministic and the primary resume's cause is still unknown; the seeded run."""
     from resumeproof.verify import evidence
     from resumeproof.verify.diagnosis import Context
 
     names = {t.name for t in trajectories}
-    failed = [c for c in first.checks if not c.passed]
+    failed = [c for c in evaluated.checks if not c.passed]
     extra = []
     if any(c.id.kind in COMPARISONS for c in failed) and REPEAT not in names:
         extra.append(plan.reference(s, REPEAT))
-    resumed = first.resumes.get(RESUMED)
-    if declared and resumed and resumed.diagnosis and not resumed.diagnosis.lost and first.determinism.deterministic:
+    resumed = evaluated.resumes.get(RESUMED)
+    unknown = resumed is not None and resumed.diagnosis is not None and not resumed.diagnosis.lost
+    if declared and unknown and evaluated.determinism.deterministic:
         context = Context(resumed_at=s.primary, parts=declared, atol=s.atol)
         wanted = evidence.candidates(summaries[CONTINUOUS], summaries[RESUMED], context)
-        extra += plan.probes(s, [p for p in wanted if f"{protocol.FAULT_PREFIX}{p}" not in names])
-    negative = first.negative
+        tried = {part for _, part in _without_one_part(trajectories, s.primary)}  # a fault run is a probe too
+        extra += plan.probes(s, [p for p in wanted if p not in tried])
+    negative = evaluated.negative
     if negative.verdict != DIVERGENT and negative.identical_to_full_resume and plan.SEEDED not in names:
         extra.append(plan.seeded(s))
     return extra
