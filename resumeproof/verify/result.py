@@ -77,6 +77,8 @@ class Verification:
 
     @property
     def deterministic(self) -> bool:
+        """Not shown to differ from itself: what the verdict reads. verification.json writes `determinism`'s own
+        value (null when nothing established it), never this one."""
         return self.determinism.deterministic is not False
 
     @property
@@ -115,7 +117,7 @@ class Verification:
             "all_checks_passed": self.all_checks_passed,
             "positive": self.positive,
             "negative_divergence_detected": self.negative_divergence_detected,
-            "deterministic": self.deterministic,
+            "deterministic": self.determinism.deterministic,  # as `determinism` says: null when not established
             "error": self.error,
             "protocol": self.protocol,
             "train_cmd": self.train_cmd,

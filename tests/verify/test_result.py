@@ -42,3 +42,16 @@ def kept(new, old):
 def test_a_document_read_and_written_again_keeps_every_value_it_had(path):
     document = json.loads(path.read_text())
     assert kept(Verification.from_json(document).to_json(), document) == document
+
+
+def test_the_top_level_deterministic_is_determinisms_own_even_where_an_older_document_said_true():
+    """A document once wrote `deterministic: true` beside a `determinism` that established nothing: it reads by
+    `determinism`, writes null, and its verdict is unchanged (not shown to differ from itself)."""
+    document = json.loads(OLD[0].read_text())
+    document["deterministic"] = True
+    document["determinism"] = {"repeated": False, "deterministic": None, "first_step": None, "first_mismatch": None}
+    document["determinism"]["detail"] = None
+    v = Verification.from_json(document)
+    assert v.to_json()["deterministic"] is None and v.deterministic is True
+    document["determinism"].update(repeated=True, deterministic=False, first_step=3, first_mismatch="history[2].loss")
+    assert Verification.from_json(document).to_json()["deterministic"] is False
