@@ -4,7 +4,9 @@ Determinism comes first: when the trainer differs from itself (verify/evidence.p
 comparison says so and no part is blamed. Otherwise every run that differs from the continuous one
 gets a diagnosis (verify/diagnosis.py), confirmed by the probes where the rules cannot tell; every
 run that must differ is also held against the full resume, so that a fault or a negative control
-that computed exactly what the full resume computed is reported as such.
+that computed exactly what the full resume computed is reported as such. The continuous run's output must be
+usable: a number that is not finite in the model's or the optimizer's state, the history, `next` or `eval` fails
+its own check (verify/finite.py), whatever the comparisons matched.
 
 `evaluate` hands each trajectory to the function of its expectation: a history prefix, a resume that
 must be concordant, the negative control, a fault.
@@ -17,7 +19,7 @@ from typing import Any
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
 from resumeproof.common.protocol import CONTINUOUS, REPEAT, RESUMED, CheckId, CheckKind
-from resumeproof.verify import evidence, points
+from resumeproof.verify import evidence, finite, points
 from resumeproof.verify.compare import Comparison, compare, compare_keys, merge
 from resumeproof.verify.diagnosis import Context, diagnose, identical
 from resumeproof.verify.evidence import Evidence
@@ -96,7 +98,8 @@ def evaluate(
     starts = frozenset(k + 1 for k in cover.epoch_boundaries or ())
     against = Against(summaries=summaries, atol=atol, parts=parts, epoch_starts=starts, determinism=det, found=found)
     held = {t.name: _hold(t, against) for t in judged}
-    checks = [h.check for h in held.values()]
+    unusable = finite.unusable(cont, parts)  # not finite where an output is read: fails, whatever matched
+    checks = [*(h.check for h in held.values()), finite.check(unusable)]
     if det.repeated or det.deterministic is False:
         checks.append(_determinism_check(det))
     negative = next((h.negative for h in held.values() if h.negative is not None), None)
@@ -108,7 +111,7 @@ def evaluate(
         faults=dict(h.fault for h in held.values() if h.fault is not None),
         determinism=det,
         coverage=cover,
-        nonfinite=tuple(sorted({path for h in held.values() for path in h.nonfinite})),
+        nonfinite=tuple(sorted({path for h in held.values() for path in h.nonfinite} - {u.path for u in unusable})),
         next_lr=cont["next"]["lr"],
     )
 
@@ -135,12 +138,7 @@ def _concordant(t: Trajectory, e: Expectation, a: Against) -> Held:
     probes)."""
     other = a.summaries[t.name]
     parts_of, result = _compared(a, other)
-    why = None
-    if not result.concordant:
-        why = diagnose(a.continuous, other, a.context(e))
-        if why is not None and t.name == RESUMED:
-            why = evidence.confirm(why, other, a.found.probes)
-        why = _why(a.determinism, why)
+    why = None if result.concordant else _diagnosis(t, e, a, other)
     resume = _resume(a.continuous, other, result, parts_of["state"], why, None)
     return Held(check=_check(e, result.concordant, result, why), resume=resume, nonfinite=tuple(result.nonfinite))
 
@@ -157,7 +155,7 @@ def _negative_control(t: Trajectory, e: Expectation, a: Against) -> Held:
         weak = evidence.no_power(interrupted, a.found.seeded, e.resumed_at, a.parts) if interrupted else None
         why = weak or NO_RANDOM_STATE
     elif not result.concordant:
-        why = diagnose(a.continuous, other, a.context(e))
+        why = _diagnosis(t, e, a, other)
     why = _why(a.determinism, why) if not result.concordant or why else None
     negative = _resume(a.continuous, other, result, parts_of["state"], why, same_as_full)
     return Held(
@@ -169,7 +167,7 @@ def _fault(t: Trajectory, e: Expectation, a: Against) -> Held:
     """A resume without one part must diverge: the checks that caught it, and the part it is diagnosed as."""
     other = a.summaries[t.name]
     _, result = _compared(a, other)
-    why = None if result.concordant else _why(a.determinism, diagnose(a.continuous, other, a.context(e)))
+    why = None if result.concordant else _diagnosis(t, e, a, other)
     passed = not result.concordant
     fault = Fault(
         detected=passed,
@@ -188,6 +186,15 @@ def _compared(a: Against, other: dict[str, Any]) -> tuple[dict[str, Comparison],
     """Every compared key of the summary against the continuous run's, and all of them merged."""
     parts_of = compare_keys(a.continuous, other, protocol.COMPARED_KEYS, a.atol)
     return parts_of, merge(parts_of.values())
+
+
+def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: dict[str, Any]) -> Diagnosis | None:
+    """Why a run differs from the continuous one: the rules (verify/diagnosis.py), then for the primary resume
+    the probes that reproduce it exactly; a trainer that differs from itself has every difference explained by that."""
+    why = diagnose(a.continuous, other, a.context(e))
+    if why is not None and t.name == RESUMED:
+        why = evidence.confirm(why, other, a.found.probes)
+    return _why(a.determinism, why)
 
 
 def _why(det: Determinism, why: Diagnosis | None) -> Diagnosis | None:

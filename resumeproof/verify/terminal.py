@@ -137,12 +137,18 @@ def coverage_note(v: Verification) -> str | None:
     return None
 
 
+def unusable_lines(v: Verification) -> list[str]:
+    """Where a run's output holds a number that is not finite (verify/finite.py): one line per failed check."""
+    return [f"{c.id.trajectory}: {c.detail}" for c in v.of_kind(CheckKind.FINITE) if not c.passed and c.detail]
+
+
 def nonfinite_note(v: Verification) -> str | None:
     if not v.nonfinite:
         return None
     shown = ", ".join(v.nonfinite[:4]) + (", ..." if len(v.nonfinite) > 4 else "")
     return (
-        f"note: equal infinities in state matched at {shown} (NaN never matches; a non-finite loss, lr or eval fails)"
+        f"note: equal infinities in state matched at {shown} (NaN never matches; a non-finite value in the model, "
+        "the optimizer, the history, next or eval fails)"
     )
 
 
@@ -188,7 +194,7 @@ def print_report(out: Console, v: Verification) -> None:
         flat = v.faults.get(FLAT)
         if flat is not None:  # the one fault that is a file format: say what it lacks
             out.print(f"flat file: {flat.cause}; caught by {', '.join(flat.caught_by) or 'nothing'}")
-    for line in diagnosis_lines(v):
+    for line in [*diagnosis_lines(v), *unusable_lines(v)]:
         out.print(line, markup=False)
     for note in (nonfinite_note(v), gpu_note(v), coverage_note(v) if v.checks else None):
         if note:

@@ -2,6 +2,7 @@
 resume that must be concordant, the negative control, a fault; determinism before any blame."""
 
 import copy
+import math
 from pathlib import Path
 
 from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG, STANDARD_PARTS, CheckKind
@@ -53,6 +54,7 @@ def test_a_full_pass_is_one_check_per_expectation_each_held_by_its_own_kind():
     found = evaluate(TRAJECTORIES, summaries(), 1e-12, STANDARD_PARTS)
     kinds = {name: c.id.kind for name, c in checks_by_trajectory(found).items()}
     assert kinds == {
+        CONTINUOUS: CheckKind.FINITE,
         INTERRUPTED: CheckKind.PREFIX,
         RESUMED: CheckKind.RESUME,
         RESUMED_NO_RNG: CheckKind.NEGATIVE_CONTROL,
@@ -99,3 +101,22 @@ def test_an_interrupted_history_that_is_not_the_prefix_makes_the_trainer_not_det
 def test_a_repeat_that_equals_the_continuous_run_adds_a_passing_determinism_check():
     found = evaluate(TRAJECTORIES, summaries(), 1e-12, STANDARD_PARTS, Evidence(repeat=continuous()))
     assert found.determinism.repeated and found.checks[-1].id.kind is CheckKind.DETERMINISM and found.checks[-1].passed
+
+
+def with_infinities(s: dict) -> None:
+    s["state"]["model"][1] = -math.inf  # a weight, the same in every run
+    s["state"]["scheduler"] = {"mode_worse": math.inf}  # a stock ReduceLROnPlateau's bookkeeping
+
+
+def test_an_infinity_in_the_models_state_fails_as_not_usable_while_bookkeeping_still_matches_and_nothing_is_blamed():
+    runs = {name: changed(with_infinities) for name in (CONTINUOUS, RESUMED, FAULT)}
+    runs[RESUMED_NO_RNG] = changed(lambda s: (with_infinities(s), s["next"]["rng"].update(numpy=0.9)))
+    runs[FAULT]["state"]["model"][0] = 0.6
+    found = evaluate(TRAJECTORIES, summaries(**runs), 1e-12, STANDARD_PARTS)
+    checks = checks_by_trajectory(found)
+    usable = checks[CONTINUOUS]
+    assert not usable.passed and usable.first_mismatch == "state.model[1]" and usable.diagnosis is None
+    assert usable.detail.startswith("non-finite value in the model's state at state.model[1] (-inf): not a usable")
+    assert checks[RESUMED].passed and found.resumes[RESUMED].diagnosis is None  # the resume itself is exact
+    assert [c.id.trajectory for c in found.checks if not c.passed] == [CONTINUOUS]
+    assert found.nonfinite == ("state.scheduler.mode_worse",)  # matched, flagged, accepted
