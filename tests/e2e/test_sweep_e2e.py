@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from resumeproof.common.protocol import STANDARD_PARTS
+from tests.agreements import contradictions
 from tests.helpers import REPO, TRAINERS, read_verification, run_verify
 
 
@@ -48,6 +49,7 @@ def test_every_omitted_part_is_caught(tmp_path):
     named = {part: fault["diagnosis"]["lost"] for part, fault in doc["faults"].items()}
     assert named == {p: "unknown" if p == "model" else p for p in STANDARD_PARTS}
     assert not any(fault["identical_to_full_resume"] for fault in doc["faults"].values())
+    assert contradictions(doc, faults_all=True) == []
 
 
 def test_every_interruption_point_and_a_checkpoint_every_step_pass(tmp_path):
@@ -113,6 +115,7 @@ def test_a_fault_the_trainer_claims_but_does_not_carry_out_fails_and_is_named(tm
         "identical_to_full_resume": True,
     }
     assert "blind to: scheduler, model" in proc.stderr
+    assert contradictions(doc) == []
 
 
 def test_a_trainer_that_rejects_omit_is_reported_not_skipped(tmp_path):

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from tests.agreements import contradictions
 from tests.helpers import TRAINERS, read_verification, run_verify
 
 pytestmark = pytest.mark.xdist_group("verify_e2e")  # one worker: the module's runs are made once
@@ -71,6 +72,10 @@ def test_bundled_trainer_passes_the_protocol(proof):
     assert doc["negative_divergence_detected"] is True
     assert [c["name"] for c in doc["checks"] if not c["passed"]] == []
     assert "Traceback" not in proof.proc.stderr
+
+
+def test_a_pass_repeats_nothing_and_its_document_never_contradicts_itself(proof):
+    assert proof.doc["deterministic"] is None and contradictions(proof.doc) == []  # nothing repeated: unknown
 
 
 def test_tolerance_and_next_lr_are_recorded(proof):
@@ -156,6 +161,7 @@ def test_forgotten_optimizer_state_fails_the_full_resume(tmp_path):
     assert (check["kind"], check["trajectory"], check["diagnosis"]) == ("resume", "resumed", full["diagnosis"])
     repeat = doc["trajectories"]["continuous-repeat"]  # a failed comparison asks whether the trainer repeats itself
     assert repeat["status"] == "done" and doc["deterministic"] is True and doc["determinism"]["repeated"] is True
+    assert contradictions(doc) == []
 
 
 def test_trainer_without_randomness_fails_the_negative_control(tmp_path):

@@ -1,0 +1,150 @@
+"""The fields of a verification.json that must agree with each other: a document that contradicts itself is a bug
+of the verifier, whatever its verdict. `contradictions` reads a real document (tests/e2e) or one written from a
+hand-built evaluation (tests/verify/test_result.py) and names every pair that disagrees."""
+
+from typing import Any
+
+from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, REPEAT, RESUMED, STANDARD_PARTS, STATE
+
+POSITIVE = ("prefix", "resume", "cadence", "checkpoint")  # the kinds `positive` covers (verify/result.py)
+CONCORDANT_KINDS = ("resume", "cadence")  # each has its entry in comparison.resumes
+NAMED = ("prefix", "resume", "cadence", "negative-control", "fault", "finite")  # about one trajectory, which ran
+
+
+def contradictions(doc: dict[str, Any], faults_all: bool = False) -> list[str]:
+    """Every pair of fields of `doc` that disagree, said in a few words; [] for a document that agrees with itself.
+    `faults_all`: the verification ran --faults all, so its faults are the declared parts (or the standard set)."""
+    found: list[str] = []
+
+    def agree(ok: bool, what: str) -> None:
+        if not ok:
+            found.append(what)
+
+    checks, error, det = doc["checks"], doc["error"], doc["determinism"]
+    passed = error is None and bool(checks) and all(c["passed"] for c in checks)
+    agree(doc["all_checks_passed"] == passed, "all_checks_passed vs every check's passed")
+    covered = error is None and all(c["passed"] for c in checks if c["kind"] in POSITIVE)
+    agree(doc["positive"] == covered, "positive vs the prefix, resume, cadence and checkpoint checks")
+    agree(doc["deterministic"] == det["deterministic"], "deterministic vs determinism.deterministic")
+    agree(doc["blind_to"] == [p for p, f in doc["faults"].items() if not f["detected"]], "blind_to vs faults")
+    if error is not None:
+        agree(not checks and not doc["comparison"] and not doc["faults"], "an error vs checks, comparison or faults")
+        return found
+    kinds = _by_kind(checks)
+    diagnoses = [c["diagnosis"] for c in checks] + [f["diagnosis"] for f in doc["faults"].values()]
+    diagnoses += [r["diagnosis"] for r in doc["comparison"]["resumes"].values()]
+    named = all(d["lost"] == (", ".join(d["parts"]) or "unknown") for d in diagnoses if d is not None)
+    agree(named, "a diagnosis's lost vs its parts")
+    done = {name for name, t in doc["trajectories"].items() if t["status"] == "done"}
+    agree({c["trajectory"] for c in kinds.get("checkpoint", [])} == done, "checkpoint checks vs the trajectories done")
+    agree(all(c["trajectory"] in done for c in checks if c["kind"] in NAMED), "a check's trajectory vs those done")
+    found += _comparison(doc, kinds)
+    found += _faults(doc, kinds, faults_all)
+    found += _determinism(doc, kinds, done)
+    found += _finite(doc, kinds)
+    return found
+
+
+def _by_kind(checks: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for c in checks:
+        out.setdefault(c["kind"], []).append(c)
+    return out
+
+
+def _comparison(doc: dict[str, Any], kinds: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Every resume check against its entry in comparison.resumes; the negative control against no_rng_resume."""
+    found = []
+    comparison = doc["comparison"]
+    resumes, negative = comparison["resumes"], comparison["no_rng_resume"]
+    if comparison["full_resume"] != resumes.get(RESUMED):
+        found.append("comparison.full_resume vs comparison.resumes.resumed")
+    concordant = [c for kind in CONCORDANT_KINDS for c in kinds.get(kind, [])]
+    if {c["trajectory"] for c in concordant} != set(resumes):
+        found.append("the resume and cadence checks vs comparison.resumes")
+    for c in concordant:
+        entry = resumes.get(c["trajectory"], {})
+        if (entry.get("verdict") == "concordant", entry.get("first_mismatch"), entry.get("diagnosis")) != (
+            c["passed"],
+            c["first_mismatch"],
+            c["diagnosis"],
+        ):
+            found.append(f"check {c['trajectory']} vs comparison.resumes.{c['trajectory']}")
+        if (entry.get("mismatches") == 0) != (entry.get("first_mismatch") is None) or (
+            c["passed"] and c["diagnosis"] is not None
+        ):
+            found.append(f"comparison.resumes.{c['trajectory']}: mismatches, first_mismatch and diagnosis")
+    [control] = kinds["negative-control"]
+    divergent = negative["verdict"] == "divergent"
+    if doc["negative_divergence_detected"] != divergent or control["passed"] != divergent:
+        found.append("negative_divergence_detected vs comparison.no_rng_resume.verdict vs the negative control")
+    if control["diagnosis"] != negative["diagnosis"]:
+        found.append("the negative control's diagnosis vs comparison.no_rng_resume.diagnosis")
+    for prefix in kinds["prefix"]:
+        if prefix["passed"] == (prefix["diagnosis"] is not None):
+            found.append(f"prefix {prefix['trajectory']}: passed vs its diagnosis")
+    k, names = doc["interrupt_at"], {c["trajectory"] for c in kinds["prefix"] + kinds["resume"]}
+    expected = {INTERRUPTED, RESUMED, *(f"{name}-{point}" for point in k[1:] for name in (INTERRUPTED, RESUMED))}
+    if not expected <= names:
+        found.append("interrupt_at vs the prefix and resume checks")
+    coverage = doc["coverage"]
+    if coverage.get("epoch_boundaries") is not None:
+        untried = set(coverage["untried_boundaries"])
+        outside = set(coverage["epoch_boundaries"]) - set(k)
+        if not untried <= outside or (not doc["segments"] and untried != outside):
+            found.append("coverage.untried_boundaries vs epoch_boundaries and interrupt_at")
+    return found
+
+
+def _faults(doc: dict[str, Any], kinds: dict[str, list[dict[str, Any]]], faults_all: bool) -> list[str]:
+    found = []
+    faults, by_part = doc["faults"], {c["part"]: c for c in kinds.get("fault", [])}
+    if set(by_part) != set(faults):
+        found.append("the fault checks vs faults")
+    for part, fault in faults.items():
+        check = by_part.get(part, {})
+        if (check.get("passed"), check.get("diagnosis")) != (fault["detected"], fault["diagnosis"]):
+            found.append(f"the fault check of {part} vs faults.{part}")
+        if fault["detected"] != bool(fault["caught_by"]) or fault["detected"] != (fault["mismatches"] > 0):
+            found.append(f"faults.{part}: detected vs caught_by and mismatches")
+    if faults_all and set(faults) != set(doc["parts"] or STANDARD_PARTS):
+        found.append("parts vs the faults of --faults all")
+    return found
+
+
+def _determinism(doc: dict[str, Any], kinds: dict[str, list[dict[str, Any]]], done: set[str]) -> list[str]:
+    found = []
+    det, checks = doc["determinism"], kinds.get("determinism", [])
+    if det["repeated"] != (REPEAT in done):
+        found.append("determinism.repeated vs the repeat that ran (evidence in hand is used)")
+    if det["repeated"] and det["deterministic"] is None:
+        found.append("determinism.repeated vs determinism.deterministic null")
+    if det["deterministic"] is True and not det["repeated"]:
+        found.append("determinism.deterministic true without a repeat")
+    if (det["deterministic"] is False) != (det["first_mismatch"] is not None):
+        found.append("determinism.deterministic vs determinism.first_mismatch")
+    if len(checks) != (1 if det["repeated"] or det["deterministic"] is False else 0):
+        found.append("a determinism check vs determinism.repeated and deterministic")
+    for c in checks:
+        if (c["passed"], c["first_mismatch"]) != (det["deterministic"] is not False, det["first_mismatch"]):
+            found.append("the determinism check vs determinism")
+    if det["deterministic"] is False:
+        blamed = [c for c in doc["checks"] if c["diagnosis"] and c["diagnosis"]["parts"]]
+        if blamed or any(f["diagnosis"] and f["diagnosis"]["parts"] for f in doc["faults"].values()):
+            found.append("not deterministic vs a diagnosis that names a part")
+    return found
+
+
+def _finite(doc: dict[str, Any], kinds: dict[str, list[dict[str, Any]]]) -> list[str]:
+    found = []
+    checks, nonfinite = kinds.get("finite", []), doc["nonfinite"]
+    if [c["trajectory"] for c in checks] != [CONTINUOUS]:
+        return ["one finite check, of the continuous run"]
+    [check] = checks
+    if check["passed"] != (check["first_mismatch"] is None) or check["diagnosis"] is not None:
+        found.append("the finite check: passed vs first_mismatch, and no diagnosis")
+    if check["first_mismatch"] in nonfinite:
+        found.append("nonfinite (matched, accepted) vs the finite check (not a usable output)")
+    if nonfinite != sorted(set(nonfinite)) or not all(p.startswith(f"{STATE}.") for p in nonfinite):
+        found.append("nonfinite: sorted paths under state")
+    return found
