@@ -62,6 +62,11 @@ from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
     is_flag=True,
     help="Always repeat the continuous run (it is repeated anyway when a comparison fails); a difference is exit 1.",
 )
+@click.option(
+    "--no-observe",
+    is_flag=True,
+    help="Do not watch the trainer's processes (no first-update evidence): judge from the summaries alone.",
+)
 @click.option("--plot", is_flag=True, help="Write DIR/verification.png (needs the 'plot' extra: matplotlib).")
 @click.option(
     "--allow-unsafe-pickle",
@@ -102,6 +107,7 @@ def run_verify(
     segments,
     check_cadence,
     repeat,
+    no_observe,
     plot,
     allow_unsafe_pickle,
     allow_opaque,
@@ -133,6 +139,7 @@ def run_verify(
             allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
             resume_cmd=settings.parse_train_cmd(resume_cmd, "--resume-cmd") if resume_cmd else None,
             repeat=repeat,
+            observe=not no_observe,
         )
     )
     if plot and not available():

@@ -19,7 +19,7 @@ from typing import Any
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
 from resumeproof.common.protocol import CONTINUOUS, REPEAT, RESUMED, CheckId, CheckKind
-from resumeproof.verify import evidence, finite, points
+from resumeproof.verify import evidence, finite, first_update, points
 from resumeproof.verify.compare import Comparison, compare, compare_keys, merge
 from resumeproof.verify.diagnosis import Context, diagnose, identical
 from resumeproof.verify.evidence import Evidence
@@ -189,9 +189,14 @@ def _compared(a: Against, other: dict[str, Any]) -> tuple[dict[str, Comparison],
 
 
 def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: dict[str, Any]) -> Diagnosis | None:
-    """Why a run differs from the continuous one: the rules (verify/diagnosis.py), then for the primary resume
-    the probes that reproduce it exactly; a trainer that differs from itself has every difference explained by that."""
-    why = diagnose(a.continuous, other, a.context(e))
+    """Why a run differs from the continuous one: the first resumed update as the observer saw it (direct evidence,
+    verify/first_update.py), else the rules on the summaries (verify/diagnosis.py); then for the primary resume the
+    probes that reproduce it exactly; a trainer that differs from itself has every difference explained by that."""
+    seen = a.found.observed
+    direct = first_update.diagnose(seen.get(CONTINUOUS, {}), seen.get(t.name, {}), e.resumed_at, a.parts)
+    why = direct if direct is not None and direct.lost else diagnose(a.continuous, other, a.context(e))
+    if direct is not None and (why is None or not why.lost):  # no part named: the direct evidence says more
+        why = direct
     if why is not None and t.name == RESUMED:
         why = evidence.confirm(why, other, a.found.probes)
     return _why(a.determinism, why)

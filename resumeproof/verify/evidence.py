@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resumeproof.common import protocol
+from resumeproof.common.observation import Observation
 from resumeproof.verify import diagnosis
 from resumeproof.verify.compare import summaries
 from resumeproof.verify.diagnosis import Context
@@ -31,6 +32,7 @@ class Evidence:
     repeat: Summary | None = None  # the continuous run, repeated
     probes: Mapping[str, Summary] = field(default_factory=dict)  # part -> a resume from the primary point without it
     seeded: Summary | None = None  # a run of 0 updates
+    observed: Mapping[str, Mapping[int | None, Observation]] = field(default_factory=dict)  # trajectory -> records
 
 
 def determinism(

@@ -15,6 +15,7 @@ from resumeproof.common.protocol import CheckId, CheckKind
 
 CONCORDANT, DIVERGENT = "concordant", "divergent"
 UNKNOWN = "unknown"  # a diagnosis that names no part: here is the evidence instead
+DIRECT = "first-update"  # the rule of a diagnosis read off the first resumed update itself (verify/first_update.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,7 +33,11 @@ class Diagnosis:
         return ", ".join(self.lost) or UNKNOWN
 
     def sentence(self) -> str:
-        """The one way a diagnosis is said, wherever it is shown."""
+        """The one way a diagnosis is said, wherever it is shown: direct evidence of the first resumed update
+        ("lost ... at update 6 (the first resumed one)"), or what the runs' files point to ("likely lost ...")."""
+        if self.rule == DIRECT:
+            head = f"lost {self.named}" if self.lost else "cause unknown"
+            return f"{head} at update {self.step} (the first resumed one): {self.explanation}"
         where = f" from update {self.step}" if self.step else ""
         head = f"likely lost {self.named}" if self.lost else "cause unknown"
         return f"{head}{where}: {self.explanation}"

@@ -29,9 +29,10 @@ from resumeproof.common.protocol import (
 )
 from resumeproof.verify.expectation import Expect, Expectation
 from resumeproof.verify.settings import ALL, FLAT, Settings
-from resumeproof.verify.trajectories import Trajectory
+from resumeproof.verify.trajectories import Observe, Trajectory
 
 FLAT_FILE = "flat.bin"
+OBSERVED = "observed"  # the folder of the observer's records, one (or one per rank) per trajectory
 SEEDED = "seeded"  # a run of 0 updates: what the generators draw right after seeding
 
 
@@ -42,9 +43,17 @@ def reference(s: Settings, name: str = CONTINUOUS) -> Trajectory:
     if name == REPEAT:
         check = CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT)
         expect = Expectation(kind=Expect.REPEAT, id=check, name="the continuous run repeats itself exactly")
-    return Trajectory(
-        name, argv, s.output / name, s.output / "logs" / f"{name}.log", expectation=expect, reports_step=s.steps
-    )
+    starts = [*s.points, *(sum(chain[:j]) for chain in s.segments for j in range(1, len(chain)))]
+    around = {n for k in starts for n in (k, k + 1)}  # the last update before each resume, the first after it
+    observe = _observe(s, name, {1, s.steps, *around})
+    log = s.output / "logs" / f"{name}.log"
+    return Trajectory(name, argv, s.output / name, log, expectation=expect, reports_step=s.steps, observe=observe)
+
+
+def _observe(s: Settings, name: str, updates: set[int]) -> Observe | None:
+    """The observer's records of a trajectory: the updates of its process to record, counted from 1."""
+    wanted = frozenset(n for n in updates if 1 <= n <= s.steps)
+    return Observe(s.output / OBSERVED / name, wanted) if s.observe and wanted else None
 
 
 def _trajectory(
@@ -60,7 +69,10 @@ def _trajectory(
     command = s.resume_command if after else s.command  # a process that resumes runs --resume-cmd
     argv = [*command, STEPS_FLAG, str(steps), OUTPUT_FLAG, str(s.output / name), *extra]
     log = s.output / "logs" / f"{name}.log"
-    return Trajectory(name, argv, s.output / name, log, (after,) if after else (), prepare, expect, reports)
+    observe = _observe(s, name, {1, steps})  # its first update, and its last
+    return Trajectory(
+        name, argv, s.output / name, log, (after,) if after else (), prepare, expect, reports, observe=observe
+    )
 
 
 def _resume(s: Settings, name: str) -> list[str]:

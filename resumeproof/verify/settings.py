@@ -51,6 +51,7 @@ class Settings:
     allow: Allowances = NONE_ALLOWED  # checkpoint files accepted although they can run code or cannot be read
     resume_cmd: str | None = None  # --resume-cmd: what every resuming process runs instead (another world size)
     repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
+    observe: bool = True  # the observer watches every trajectory (--no-observe: the summaries alone)
 
     def __post_init__(self) -> None:
         _at_least("--steps", self.steps, 2)

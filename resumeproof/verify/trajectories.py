@@ -3,7 +3,8 @@
 Every process gets its own log file and its own session, so that a timeout kills the trainer and
 anything it started. A trajectory's prerequisite steps (such as exporting the file it resumes
 from) run first, in the same job and log. A trajectory counts as done only once `accept` has
-checked what it wrote; its dependents start only after that.
+checked what it wrote; its dependents start only after that. Each process is watched by the
+observer (common/observation.py) where the plan asks for its records.
 """
 
 import os
@@ -16,12 +17,21 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from resumeproof.common import observation
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify import failure
 from resumeproof.verify.accepted import Accepted
 from resumeproof.verify.expectation import Expectation
 
 QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class Observe:
+    """What the observer records in a trajectory's process: where, and which of its updates (counted from 1)."""
+
+    record: Path  # without suffix: each rank of a torchrun group adds its own (observation.record_file)
+    updates: frozenset[int]
 
 
 class TrajectoryError(ResumeproofError):
@@ -44,6 +54,13 @@ class Trajectory:
     seconds: float | None = None
     error: str | None = None
     accepted: Accepted | None = None  # what `accept` found, once the trajectory is done
+    observe: Observe | None = None  # the observer's records it writes (common/observation.py), if any
+
+    def environment(self) -> dict[str, str] | None:
+        """Its process's environment: this one's, with the observer injected where it is asked for."""
+        if self.observe is None:
+            return None
+        return observation.environment(dict(os.environ), self.observe.record, self.observe.updates)
 
     def elapsed(self) -> float:
         if self.seconds is not None:
@@ -95,7 +112,7 @@ def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted]
             if code != 0:
                 said = failure.said(t.log)
                 raise TrajectoryError(f"prerequisite `{shlex.join(step)}` exited with status {code}: {said}")
-        t.exit_code = _spawn_and_wait(t.argv, t.log, timeout)
+        t.exit_code = _spawn_and_wait(t.argv, t.log, timeout, t.environment())
         if t.exit_code != 0:
             said = failure.said(t.log)
             raise TrajectoryError(f"exited with status {t.exit_code}{': ' + said if said else ''} (log: {t.log})")
@@ -107,11 +124,11 @@ def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted]
     return t.error
 
 
-def _spawn_and_wait(argv: list[str], log_path: Path, timeout: float) -> int:
+def _spawn_and_wait(argv: list[str], log_path: Path, timeout: float, env: dict[str, str] | None = None) -> int:
     with open(log_path, "ab") as log:
         try:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
             )
         except OSError as err:  # no such command, not executable, ...
             raise TrajectoryError(f"cannot start {argv[0]!r}: {err.strerror or err}") from None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.live import Live
 
-from resumeproof.common import protocol
+from resumeproof.common import observation, protocol
 from resumeproof.common.errors import refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, REPEAT, RESUMED, CheckKind
 from resumeproof.verify import environment, plan, points, terminal
@@ -31,6 +31,7 @@ COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failu
 def verify(s: Settings, out: Console) -> Verification:
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
+    (s.output / plan.OBSERVED).mkdir()
     s, trajectories, error = _planned(s, out)
     if error is None:
         _run(trajectories, s, out, lambda done: _declared_faults(s, done))
@@ -108,7 +109,8 @@ def _in_hand(trajectories: list[Trajectory], summaries: dict[str, dict[str, Any]
     from resumeproof.verify.evidence import Evidence
 
     probes = {part: summaries[name] for name, part in _without_one_part(trajectories, primary) if name in summaries}
-    return Evidence(repeat=summaries.get(REPEAT), probes=probes, seeded=summaries.get(plan.SEEDED))
+    observed = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe and t.accepted}
+    return Evidence(repeat=summaries.get(REPEAT), probes=probes, seeded=summaries.get(plan.SEEDED), observed=observed)
 
 
 def _without_one_part(trajectories: list[Trajectory], primary: int) -> list[tuple[str, str]]:

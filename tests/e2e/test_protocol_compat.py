@@ -1,6 +1,6 @@
 """The project's contract stays compatible with the founding one: its text, and a trainer written to it.
 
-Revisions 1.1 and 1.2 (docs/protocol.md) may add, never take away: every line of the founding text
+Revisions 1.1, 1.2 and 1.3 (docs/protocol.md) may add, never take away: every line of the founding text
 (resume-protocol/1, revision 1.0) is still there, in order, and a trainer that knows nothing but
 revision 1.0 is verified as before. Extensions it lacks fail only the options that need them,
 with exit 2 and the trainer's own words, never a pass.
@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from resumeproof.common import protocol
 from tests.helpers import REPO, TRAINERS, read_verification, run_verify
 
 PROTOCOL = REPO / "docs" / "protocol.md"
@@ -32,7 +33,7 @@ def test_every_line_of_the_founding_text_is_still_in_the_contract_in_order():
 
 def test_the_contract_names_its_revision_and_keeps_the_summary_protocol_string():
     text = PROTOCOL.read_text()
-    assert text.startswith("# resume-protocol/1: the trajectory contract (revision 1.2)")
+    assert text.startswith(f"# resume-protocol/1: the trajectory contract (revision {protocol.REVISION})")
     assert '`"resume-protocol/1"`' in text
 
 

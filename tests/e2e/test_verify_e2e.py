@@ -153,15 +153,27 @@ def test_forgotten_optimizer_state_fails_the_full_resume(tmp_path):
     checks = {c["name"]: c for c in doc["checks"]}
     assert checks["interrupted: history = first 2 records of continuous"]["passed"] is True
     assert checks["resumed (from step 2) concordant with continuous"]["first_mismatch"] == full["first_mismatch"]
-    # fresh moments change the weights of update 3, so the loss of update 4 is the first to differ
-    assert full["diagnosis"]["parts"] == ["optimizer"] and full["diagnosis"]["step"] == 4
-    assert full["diagnosis"]["rule"] == "restarted-counter"  # Adam's step counted 2 updates fewer
-    assert "diagnosis resumed: likely lost optimizer from update 4" in proc.stderr
+    # fresh moments change the weights of update 3, so the loss of update 4 is the first to differ in the files; the
+    # observer saw the optimizer's state differ entering update 3, with the same batch, model, loss and gradients
+    assert full["diagnosis"]["parts"] == ["optimizer"] and full["diagnosis"]["step"] == 3
+    assert full["diagnosis"]["rule"] == "first-update"
+    assert "diagnosis resumed: lost optimizer at update 3 (the first resumed one): same generators" in proc.stderr
     check = checks["resumed (from step 2) concordant with continuous"]
     assert (check["kind"], check["trajectory"], check["diagnosis"]) == ("resume", "resumed", full["diagnosis"])
     repeat = doc["trajectories"]["continuous-repeat"]  # a failed comparison asks whether the trainer repeats itself
     assert repeat["status"] == "done" and doc["deterministic"] is True and doc["determinism"]["repeated"] is True
     assert contradictions(doc) == []
+
+
+def test_without_the_observers_records_the_summaries_alone_name_the_same_part(tmp_path):
+    """A trainer the observer cannot watch gets the diagnosis its files support: here Adam's step counter, which
+    counted 2 updates fewer, and the loss of update 4, the first record that differs."""
+    proc, _, doc = verify(tmp_path / "run", *SMALL, "--no-observe", "--train-cmd", trainer_cmd("forgets_optimizer.py"))
+    assert proc.returncode == 1, proc.stderr
+    diagnosis = doc["comparison"]["full_resume"]["diagnosis"]
+    assert (diagnosis["parts"], diagnosis["step"], diagnosis["rule"]) == (["optimizer"], 4, "restarted-counter")
+    assert "diagnosis resumed: likely lost optimizer from update 4" in proc.stderr
+    assert not (tmp_path / "run" / "observed").exists() or not any((tmp_path / "run" / "observed").iterdir())
 
 
 def test_trainer_without_randomness_fails_the_negative_control(tmp_path):

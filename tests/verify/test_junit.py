@@ -46,7 +46,10 @@ def test_each_failing_check_is_one_failing_testcase_carrying_the_mismatch_and_th
     failures = {name: case.find("failure") for name, case in cases(root).items() if case.find("failure") is not None}
     assert sorted(failures) == sorted(failed)
     message = failures["resumed (from step 2) concordant with continuous"].get("message")
-    assert "first mismatch history[3].loss" in message and "diagnosis: likely lost optimizer from update 4" in message
+    assert (
+        "first mismatch history[3].loss" in message
+        and "diagnosis: lost optimizer at update 3 (the first resumed one)" in message
+    )
     assert root.find("testsuite").get("failures") == str(len(failed))
     assert md.startswith("## resumeproof: FAILED (exit 1)") and "| resumed | divergent |" in md and "optimizer" in md
 

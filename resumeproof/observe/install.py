@@ -1,0 +1,152 @@
+"""The observer's hooks into torch (global module and optimizer hooks), and the few functions it wraps to learn
+what no hook tells: the loss handed to backward (unscaled, where a GradScaler scales it), the LR schedulers and
+GradScalers a trainer builds, a step a GradScaler skips, and every generator restore or seed (torch's, CUDA's,
+NumPy's legacy global, Python's `random`, and the kit's `Generators`).
+
+Every wrapper calls the original first or last exactly as it was called, and keeps what it learns behind a guard:
+a failure inside the observer stops the recording and is written down, never raised into the trainer.
+"""
+
+import contextlib
+import functools
+import random
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch.nn.modules import module as torch_module
+from torch.optim import lr_scheduler
+from torch.optim import optimizer as torch_optimizer
+
+# observe/observer.py's Observer: sitecustomize loads both modules by their paths (no package import here, so
+# that a trainer without resumeproof is watched too) and hands that module to install().
+Observer = Any
+
+NUMPY_RANDOM, KIT_GENERATORS = "numpy.random", "resumeproof.kit.generators"  # modules patched once imported
+
+
+def install(names: ModuleType, observer: ModuleType, environ: Mapping[str, str]) -> Observer:
+    """Watch this process as `environ` asks (the verifier's OBSERVE_ENV and UPDATES_ENV); `names` is
+    common/observation.py and `observer` observe/observer.py, as sitecustomize loaded them."""
+    wanted = names.updates_wanted(environ.get(names.UPDATES_ENV))
+    rank = int(environ["RANK"]) if "RANK" in environ and "WORLD_SIZE" in environ else None
+    o = observer.Observer(names, environ[names.OBSERVE_ENV], wanted, rank)
+    torch_module.register_module_forward_pre_hook(guarded(o, o.forward_pre))
+    torch_module.register_module_forward_hook(guarded(o, o.forward_post), always_call=True)
+    torch_optimizer.register_optimizer_step_pre_hook(guarded(o, o.step_pre))
+    torch_optimizer.register_optimizer_step_post_hook(guarded(o, o.step_post))
+    _losses(o)
+    _built(o)
+    _torch_restores(o, names)
+    _python_restores(o, names)
+    return o
+
+
+def imported(o: Observer, names: ModuleType, name: str, module: ModuleType) -> None:
+    """A module the observer patches, once it has run (sitecustomize says so, whether before torch or after)."""
+    if name == NUMPY_RANDOM:
+        for function in ("set_state", "seed"):
+            _after(module, function, guarded(o, lambda *a, **k: o.restored(names.GLOBAL, ["numpy"], _global(o))))
+    elif name == KIT_GENERATORS:
+        kind = module.Generators
+
+        def built(self: Any, *args: Any, **named: Any) -> None:
+            if named:  # a trainer's generators; `Generators()` bare is the kit's scratch copy for check()
+                o.kit_generators.add(self)
+
+        def restored(self: Any, state: Any, names_: Any = None) -> None:
+            if self in o.kit_generators:
+                o.restored(names.KIT, list(self.names if names_ is None else names_), lambda: o.kit_states(self))
+
+        _after(kind, "__init__", guarded(o, built))
+
+        _after(kind, "restore", guarded(o, restored))
+
+
+def guarded(o: Observer, hook: Callable[..., Any]) -> Callable[..., None]:
+    """`hook`, unable to raise into the trainer: its first failure stops the recording and is written down."""
+
+    def run(*args: Any, **kwargs: Any) -> None:
+        if o.failed is not None:
+            return
+        try:
+            hook(*args, **kwargs)
+        except Exception as err:  # inside someone else's process: say why in the record, never raise
+            o.failed = f"{getattr(hook, '__name__', 'hook')}: {type(err).__name__}: {err}"
+            with contextlib.suppress(OSError):  # nowhere to say it: the verifier judges the trainer without records
+                o.write()
+
+    return run
+
+
+def _after(owner: Any, name: str, notify: Callable[..., None]) -> None:
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        notify(*args, **kwargs)
+        return result
+
+    setattr(owner, name, wrapper)
+
+
+def _before(owner: Any, name: str, notify: Callable[..., None]) -> None:
+    original = getattr(owner, name)
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        notify(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    setattr(owner, name, wrapper)
+
+
+def _losses(o: Observer) -> None:
+    """The loss: what GradScaler.scale is given (unscaled), else what backward is called on."""
+    scaler = torch.amp.GradScaler
+    _before(scaler, "scale", guarded(o, lambda self, outputs: o.loss(outputs, self.get_scale())))
+    _before(torch.Tensor, "backward", guarded(o, lambda self, *a, **k: o.loss(self)))
+    _before(torch.autograd, "backward", guarded(o, lambda tensors, *a, **k: o.loss(_first(tensors))))
+
+
+def _built(o: Observer) -> None:
+    """Every LR scheduler and GradScaler built from now on; a step a GradScaler skips still ends the update."""
+    for kind in vars(lr_scheduler).values():
+        if isinstance(kind, type) and issubclass(kind, lr_scheduler.LRScheduler) and "__init__" in vars(kind):
+            _after(kind, "__init__", guarded(o, lambda self, *a, **k: o.schedulers.add(self)))
+    scaler = torch.amp.GradScaler
+    _after(scaler, "__init__", guarded(o, lambda self, *a, **k: o.scalers.add(self)))
+    step = scaler.step
+
+    @functools.wraps(step)
+    def stepping(self: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+        before = o.update
+        result = step(self, optimizer, *args, **kwargs)
+        if o.update == before and self.is_enabled():  # the optimizer's step was skipped: an inf or NaN gradient
+            guarded(o, o.end_update)(optimizer)
+        return result
+
+    scaler.step = stepping  # type: ignore[method-assign]
+
+
+def _torch_restores(o: Observer, names: ModuleType) -> None:
+    for owner in (torch, torch.random):
+        for function in ("set_rng_state", "manual_seed", "seed"):
+            _after(owner, function, guarded(o, lambda *a, **k: o.restored(names.GLOBAL, ["torch"], _global(o))))
+    for function in ("set_rng_state", "set_rng_state_all", "manual_seed", "manual_seed_all", "seed", "seed_all"):
+        _after(torch.cuda, function, guarded(o, lambda *a, **k: o.restored(names.GLOBAL, ["cuda"], _global(o))))
+
+
+def _python_restores(o: Observer, names: ModuleType) -> None:
+    for function in ("setstate", "seed"):
+        _after(random, function, guarded(o, lambda *a, **k: o.restored(names.GLOBAL, ["python"], _global(o))))
+
+
+def _global(o: Observer) -> Callable[[], dict[str, str]]:
+    return lambda: o.generators()[o.o.GLOBAL]
+
+
+def _first(tensors: Any) -> Any:
+    return tensors[0] if isinstance(tensors, list | tuple) and tensors else tensors

@@ -1,0 +1,201 @@
+"""The observer: what one update of a training process consumed and produced, watched through torch's global hooks.
+
+Installed by the injected `sitecustomize` (resumeproof/observe/site/) once the trainer imports torch, it counts
+the process's updates (the first optimizer's steps; a step a GradScaler skips counts too) and, for the updates
+`UPDATES_ENV` names, records the moments of common/observation.py: the generators, the batch entering the root
+module and the model at the first forward pass, the loss handed to backward, the gradients, optimizer, LR
+schedulers and GradScalers right before the step, and the parameters after it. Every generator restore is kept
+with the update it came before. The trainer changes no line.
+
+It runs inside someone else's process: it never raises into it. A hook that fails stops the recording and says
+why in the record file (`failed`), and the verifier judges the trainer without it.
+"""
+
+import hashlib
+import json
+import os
+import random
+import sys
+import weakref
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+import torch
+
+Record = dict[str, Any]
+
+
+def digest(value: Any) -> str:
+    """sha256 of the exact bytes of a tensor, array, generator state or nested structure of them."""
+    h = hashlib.sha256()
+    _feed(h, value)
+    return h.hexdigest()[:32]
+
+
+def _feed(h: Any, value: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        flat = value.detach().cpu().contiguous().reshape(-1)
+        h.update(f"{flat.dtype}{tuple(value.shape)}".encode())
+        h.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+    elif hasattr(value, "tobytes") and hasattr(value, "dtype"):  # a NumPy array or scalar
+        h.update(f"{value.dtype}{getattr(value, 'shape', ())}".encode() + value.tobytes())
+    elif isinstance(value, dict):
+        for key in sorted(value, key=str):
+            h.update(repr(key).encode())
+            _feed(h, value[key])
+    elif isinstance(value, list | tuple):
+        h.update(b"[")
+        for item in value:
+            _feed(h, item)
+        h.update(b"]")
+    else:
+        h.update(repr(value).encode())
+
+
+class Observer:
+    def __init__(self, names: ModuleType, record: str, wanted: frozenset[int], rank: int | None) -> None:
+        self.o, self.path, self.wanted, self.rank = names, names.record_file(record, rank), wanted, rank
+        self.update = 1  # the update in progress, counted in this process
+        self.records: dict[int, Record] = {}
+        self.restores: list[Record] = []
+        self.failed: str | None = None
+        self.depth = 0  # nested module forward passes in progress
+        self.forwarded = self.lossed = self.stepped = False  # seen in the update in progress
+        self.first: weakref.ref | None = None  # the optimizer whose steps count the updates
+        self.root: weakref.ref | None = None  # the module the update's first forward pass entered
+        self.schedulers: weakref.WeakSet = weakref.WeakSet()
+        self.scalers: weakref.WeakSet = weakref.WeakSet()
+        self.kit_generators: weakref.WeakSet = weakref.WeakSet()
+
+    # -- what is recorded ------------------------------------------------------------------------------------
+
+    def now(self) -> Record | None:
+        """The record of the update in progress, if it is one to record."""
+        if self.failed is not None or self.update not in self.wanted:
+            return None
+        return self.records.setdefault(self.update, {})
+
+    def generators(self) -> Record:
+        found: Record = {self.o.GLOBAL: {"python": digest(random.getstate()), "torch": digest(torch.get_rng_state())}}
+        legacy = sys.modules.get("numpy.random")
+        if legacy is not None:
+            found[self.o.GLOBAL]["numpy"] = digest(legacy.get_state(legacy=False))
+        if torch.cuda.is_initialized():
+            found[self.o.GLOBAL]["cuda"] = digest(torch.cuda.get_rng_state_all())
+        kit: Record = {}
+        for generators in list(self.kit_generators):  # a trainer's own generators; the process-wide ones are above
+            kit |= {n: state for n, state in self.kit_states(generators).items() if not _process_wide(generators[n])}
+        if kit:
+            found[self.o.KIT] = kit
+        return found
+
+    def kit_states(self, generators: Any) -> dict[str, str]:
+        """The digest of each of a kit `Generators`' named generators."""
+        return {name: digest(state) for name, state in generators.state().items()}
+
+    def model(self) -> Record:
+        root = self.root() if self.root is not None else None
+        return {} if root is None else {name: digest(t) for name, t in root.state_dict(keep_vars=False).items()}
+
+    def optimizer_state(self, optimizer: torch.optim.Optimizer) -> Record:
+        per_param = [optimizer.state.get(p, {}) for p in _params(optimizer)]
+        groups = [{k: _plain(v) for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
+        return {
+            self.o.OPTIMIZER: digest(per_param),
+            self.o.GROUPS: groups,
+            self.o.SCHEDULERS: [{type(s).__name__: digest(s.state_dict())} for s in list(self.schedulers)],
+            self.o.SCALERS: [_scaler(s) for s in list(self.scalers) if s.is_enabled()],
+        }
+
+    # -- the hooks ---------------------------------------------------------------------------------------------
+
+    def forward_pre(self, module: torch.nn.Module, args: tuple) -> None:
+        if self.depth == 0 and not self.forwarded:
+            self.forwarded, self.root = True, weakref.ref(module)
+            if (now := self.now()) is not None:
+                batch = [a for a in args if isinstance(a, torch.Tensor)]
+                moment = {self.o.GENERATORS: self.generators(), self.o.BATCH: digest(batch), self.o.MODEL: self.model()}
+                now[self.o.FORWARD] = moment
+        self.depth += 1
+
+    def forward_post(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
+        self.depth = max(0, self.depth - 1)
+
+    def loss(self, tensor: Any, scale: float | None = None) -> None:
+        if self.lossed or not isinstance(tensor, torch.Tensor):
+            return
+        self.lossed = True
+        if (now := self.now()) is not None:
+            value = tensor.detach().item() if tensor.numel() == 1 else None
+            now[self.o.LOSS] = {self.o.VALUE: value, self.o.DIGEST: digest(tensor), self.o.SCALE: scale}
+
+    def step_pre(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+        if self.first is None:
+            self.first = weakref.ref(optimizer)
+        if self.first() is not optimizer or self.stepped:
+            return
+        if (now := self.now()) is not None:  # a closure (Lightning, LBFGS) runs the forward pass after this
+            now[self.o.STEP] = self.optimizer_state(optimizer)
+
+    def step_post(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+        if self.first is not None and self.first() is optimizer and not self.stepped:
+            self.end_update(optimizer)
+
+    def end_update(self, optimizer: torch.optim.Optimizer) -> None:
+        """After the update's step (or the step a GradScaler skipped): its last moment, then the next update. The
+        gradients are read here, where a step that runs a closure has computed them, and nothing cleared them."""
+        self.stepped = True
+        if (now := self.now()) is not None:
+            root = self.root() if self.root is not None else None
+            params = {n: digest(t) for n, t in (root.named_parameters() if root is not None else ())}
+            grads = digest([p.grad if p.grad is not None else "none" for p in _params(optimizer)])
+            now[self.o.AFTER] = {self.o.GENERATORS: self.generators(), self.o.GRADS: grads, self.o.PARAMS: params}
+            self.write()
+        self.update += 1
+        self.forwarded = self.lossed = self.stepped = False
+        if (then := self.now()) is not None:
+            then[self.o.START] = {self.o.GENERATORS: self.generators()}
+
+    def restored(self, group: str, names: Iterable[str], states: Callable[[], Record]) -> None:
+        """A generator was restored (or seeded): its state now, and the update it comes before."""
+        if self.failed is None:
+            current = states()
+            found = [n for n in names if n in current]
+            self.restores += [
+                {"group": group, "generator": n, "digest": current[n], "before": self.update} for n in found
+            ]
+
+    def write(self) -> None:
+        document = {"format": self.o.FORMAT, "rank": self.rank, "updates": self.records, "restores": self.restores}
+        temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        temporary.write_text(json.dumps({**document, "failed": self.failed}, allow_nan=True))
+        os.replace(temporary, self.path)  # the verifier reads a whole document or none
+
+
+def _params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [p for group in optimizer.param_groups for p in group["params"]]
+
+
+def _process_wide(generator: Any) -> bool:
+    """The `random` module, NumPy's legacy global, torch's default generator or `torch.cuda`: recorded as global."""
+    return (
+        generator is random
+        or generator is torch.default_generator
+        or generator is torch.cuda
+        or (generator is sys.modules.get("numpy.random"))
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A param group's hyper-parameter as JSON: numbers and strings as they are, tensors by value, else repr."""
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value if isinstance(value, bool | int | float | str) or value is None else repr(value)
+
+
+def _scaler(scaler: Any) -> Record:
+    state = scaler.state_dict()
+    return {"scale": float(state.get("scale", 0.0)), "growth_tracker": int(state.get("_growth_tracker", 0))}

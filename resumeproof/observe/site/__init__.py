@@ -1,0 +1,1 @@
+"""The directory the verifier puts first on every trajectory's PYTHONPATH: its sitecustomize.py injects the observer."""

@@ -1,0 +1,202 @@
+"""The first resumed update held against the continuous run's update k+1, bit for bit, as the observer recorded
+them (common/observation.py), in the order the update consumes its inputs: the generators drawn before the
+forward pass, the batch, the model, the generators drawn in it, the loss, the gradients, the GradScaler, the
+optimizer's state, the LR schedulers, the param groups' hyper-parameters, the parameters after the step. The first
+thing that differs is the diagnosis, with what was the same before it as its evidence.
+
+A generator is evidence only where the continuous update draws from it: one that nothing draws from (an unseeded
+global generator) differs between any two processes. A generator that differs is told apart as not restored, or
+restored to the right state (the continuous run's after update k) and then drawn from before its first use.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from resumeproof.common import observation as o
+from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, SCALER, SCHEDULER, generator_of, rng_part
+from resumeproof.verify.diagnosis import part_for
+from resumeproof.verify.findings import DIRECT, Diagnosis
+
+RULE = DIRECT
+Observed = Mapping[int | None, o.Observation]  # one record per rank (None: a process without a launcher)
+
+
+@dataclass(frozen=True)
+class Update:
+    """The continuous run around the resume point, and the resumed run's first update."""
+
+    before: dict[str, Any]  # the continuous run's update k ({} when not recorded)
+    then: dict[str, Any]  # its update k+1
+    first: dict[str, Any]  # the resumed run's update 1
+    restores: list[dict[str, Any]] = field(default_factory=list)  # the resumed run's generator restores
+    unseen: tuple[str, ...] = ()  # declared generator parts the observer cannot see (a trainer's torch.Generator)
+
+    def get(self, which: str, moment: str, key: str) -> Any:
+        found = getattr(self, which).get(moment) or {}
+        return found.get(key) if isinstance(found, dict) else None
+
+    def pair(self, moment: str, key: str) -> tuple[Any, Any]:
+        """(continuous, resumed) at one moment."""
+        return self.get("then", moment, key), self.get("first", moment, key)
+
+
+@dataclass(frozen=True)
+class Found:
+    said: str  # what differs and how, as a clause: "GradScaler scale 65536.0 vs 2097152.0"
+    concept: str | None  # the part it is state of, in the protocol's words; the trainer's name is looked up
+    why: str = ""  # what it means, where that says more
+
+
+def diagnose(continuous: Observed, resumed: Observed, k: int, parts: tuple[str, ...]) -> Diagnosis | None:
+    """The first difference of the first resumed update, rank by rank; None where the records cannot tell (none,
+    another number of ranks) or show the first resumed update the same as the continuous run's."""
+    if not continuous or set(continuous) != set(resumed):
+        return None
+    for rank in sorted(continuous, key=lambda r: -1 if r is None else r):
+        then, first = continuous[rank].at(k + 1), resumed[rank].at(1)
+        if then is None or first is None:
+            return None
+        update = Update(continuous[rank].at(k) or {}, then, first, resumed[rank].restores, _unseen(then, parts))
+        same: list[str] = []
+        for label, check in CHECKS:
+            found = check(update)
+            if found is not None:
+                owner = _batch_owner(continuous, resumed, rank, k) if found.concept == DATA else None
+                return _diagnosis(found, same, rank, owner, k, parts)
+            same += [label] if label else []
+    return None
+
+
+def _moment(moment: str, key: str, what: str, concept: str | None, why: str = "") -> Callable[[Update], Found | None]:
+    def check(u: Update) -> Found | None:
+        a, b = u.pair(moment, key)
+        return None if a == b else Found(f"{what} {_how(key, a, b)}", concept, why)
+
+    return check
+
+
+def _how(key: str, a: Any, b: Any) -> str:
+    if key == o.SCALERS and a and b:
+        return f"scale {b[0].get('scale')} vs {a[0].get('scale')}"
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = [name for name in a if a.get(name) != b.get(name)] + [name for name in b if name not in a]
+        return f"differ at {', '.join(keys[:3])}" if keys else "differ"
+    return "differs"
+
+
+def _unseen(then: dict, parts: tuple[str, ...]) -> tuple[str, ...]:
+    seen = {name for moment in then.values() for named in (moment.get(o.GENERATORS) or {}).values() for name in named}
+    return tuple(p for p in parts if (name := generator_of(p)) is not None and name not in seen)
+
+
+def _batch(u: Update) -> Found | None:
+    """Another batch names the data position, unless a declared generator the observer cannot see may have drawn
+    it (a DataLoader's own torch.Generator): then the evidence cannot tell which."""
+    found = _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u)
+    if found is None or not u.unseen:
+        return found
+    return Found(found.said, None, f"the data position, or {', '.join(u.unseen)} (unseen by the observer), drew it")
+
+
+def _loss(u: Update) -> Found | None:
+    a, b = u.pair(o.LOSS, o.DIGEST)
+    if a == b:
+        return None
+    values = f"{u.get('first', o.LOSS, o.VALUE)} vs {u.get('then', o.LOSS, o.VALUE)}"
+    why = (
+        "the same batch, model and generators give another loss: a generator the observer cannot see (a "
+        "torch.Generator of the trainer's own) or state that acts in the forward pass was not restored"
+    )
+    return Found(f"the loss differs ({values})", None, why)
+
+
+def _groups(u: Update) -> Found | None:
+    a, b = (value or [] for value in u.pair(o.STEP, o.GROUPS))
+    if a == b:
+        return None
+    pairs = [(key, x.get(key), y.get(key)) for x, y in zip(a, b, strict=False) for key in x if x.get(key) != y.get(key)]
+    said = ", ".join(f"{key} {new} vs {old}" for key, old, new in pairs[:2]) or "differ"
+    why = "every LR scheduler's state is the same: the optimizer's param groups were rebuilt or overwritten"
+    return Found(f"the optimizer's hyper-parameters: {said}", OPTIMIZER, why)
+
+
+def _generators(moment: str, when: str) -> Callable[[Update], Found | None]:
+    def check(u: Update) -> Found | None:
+        a, b = (value or {} for value in u.pair(moment, o.GENERATORS))
+        used = _used(u)
+        for group in (o.KIT, o.GLOBAL):
+            for name in a.get(group, {}):
+                if (group, name) in used and a[group][name] != b.get(group, {}).get(name):
+                    return _generator(u, group, name, when)
+        return None
+
+    return check
+
+
+def _used(u: Update) -> set[tuple[str, str]]:
+    """(group, name) of every generator that is evidence: each the trainer names through the kit (it saves and
+    restores it), and each process-wide one the continuous update draws from (its state changes from the end of
+    update k to the end of update k+1)."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    moments = [u.before.get(o.AFTER), *(u.then.get(m) for m in (o.START, o.FORWARD, o.AFTER))]
+    for moment in moments:
+        for group, named in ((moment or {}).get(o.GENERATORS) or {}).items():
+            for name, value in named.items():
+                seen.setdefault((group, name), set()).add(value)
+    return {key for key, values in seen.items() if len(values) > 1 or key[0] == o.KIT}
+
+
+def _generator(u: Update, group: str, name: str, when: str) -> Found:
+    """A generator the update draws from, in another state: restored and then drawn from, or not restored."""
+    right = u.get("before", o.AFTER, o.GENERATORS) or u.get("then", o.START, o.GENERATORS) or {}
+    expected = right.get(group, {}).get(name)
+    mine = [r for r in u.restores if (r.get("group"), r.get("generator"), r.get("before")) == (group, name, 1)]
+    which = f"the {'process-wide' if group == o.GLOBAL else 'trainer'}'s {name} generator, {when},"
+    if expected is not None and mine and mine[-1].get("digest") == expected:
+        why = (
+            "something drew from it between the restore and its first use (e.g. a DataLoader iterator created "
+            "after the restore draws its base seed from it): restore it last, right before the loop"
+        )
+        return Found(f"{which} was restored to the continuous run's state, then drawn from", rng_part(name), why)
+    said = "was restored to another state than the continuous run's" if mine else "was not restored"
+    return Found(f"{which} {said}", rng_part(name), "")
+
+
+def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: int) -> int | None:
+    """Under torchrun: another rank whose batch at update k+1 this rank's first resumed update received."""
+    mine = (resumed[rank].at(1) or {}).get(o.FORWARD, {}).get(o.BATCH) if rank is not None else None
+    for other, seen in continuous.items():
+        if other != rank and mine is not None and ((seen.at(k + 1) or {}).get(o.FORWARD) or {}).get(o.BATCH) == mine:
+            return other
+    return None
+
+
+def _diagnosis(
+    found: Found, same: list[str], rank: int | None, owner: int | None, k: int, parts: tuple[str, ...]
+) -> Diagnosis:
+    part = part_for(found.concept, parts) if found.concept else None
+    said = f"rank {rank} received rank {owner}'s batch" if owner is not None else found.said
+    clauses = [f"same {label}" for label in same] + [said]
+    explanation = (
+        ("" if rank is None else f"rank {rank}: ") + ", ".join(clauses) + (f": {found.why}" if found.why else "")
+    )
+    evidence = f"observer records of update {k + 1} and the first resumed one"
+    return Diagnosis(lost=(part,) if part else (), rule=RULE, step=k + 1, evidence=evidence, explanation=explanation)
+
+
+_GRADIENTS = "the same loss gives other gradients: a gradient accumulated before the update was not restored"
+_AFTER = "every input of the update is the same and the parameters after it differ"
+CHECKS: list[tuple[str, Callable[[Update], Found | None]]] = [
+    ("generators", _generators(o.FORWARD, "drawn before the forward pass")),
+    ("batch", _batch),
+    ("model", _moment(o.FORWARD, o.MODEL, "the model entering the update:", MODEL)),
+    ("", _generators(o.AFTER, "drawn in the forward or backward pass")),
+    ("loss", _loss),
+    ("gradients", _moment(o.AFTER, o.GRADS, "the gradients", None, _GRADIENTS)),
+    ("GradScaler", _moment(o.STEP, o.SCALERS, "GradScaler", SCALER)),
+    ("optimizer state", _moment(o.STEP, o.OPTIMIZER, "the optimizer's state", OPTIMIZER)),
+    ("LR schedulers", _moment(o.STEP, o.SCHEDULERS, "an LR scheduler's state", SCHEDULER)),
+    ("hyper-parameters", _groups),
+    ("", _moment(o.AFTER, o.PARAMS, "the parameters after the step", None, _AFTER)),
+]

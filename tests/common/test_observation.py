@@ -1,0 +1,42 @@
+"""The observer's record format, as both sides read it: the environment that asks for it, the file it goes to, and a
+reading that never fails on what it finds (records are evidence; without them a trainer is judged as before)."""
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+from resumeproof.common import observation as o
+
+
+def test_the_environment_puts_the_observer_first_and_keeps_the_callers_path():
+    env = o.environment({"PYTHONPATH": "/theirs", "HOME": "/h"}, Path("/runs/v/observed/resumed"), {6, 1, 10})
+    assert env["PYTHONPATH"].split(":") == [str(o.SITE), "/theirs"] and env["HOME"] == "/h"
+    assert env[o.OBSERVE_ENV] == "/runs/v/observed/resumed" and env[o.UPDATES_ENV] == "1,6,10"
+    assert (o.SITE / "sitecustomize.py").is_file()
+    assert o.environment({}, Path("r"), {1})["PYTHONPATH"] == str(o.SITE)
+
+
+def test_each_rank_writes_its_own_file_and_the_updates_read_back():
+    assert o.record_file("/x/resumed", None) == Path("/x/resumed.json")
+    assert o.record_file("/x/resumed", 3) == Path("/x/resumed.rank-3.json")
+    assert o.updates_wanted("1,6,10") == {1, 6, 10} and o.updates_wanted(None) == set()
+    assert o.updates_wanted("1,six") == set()  # unreadable: record nothing rather than guess
+
+
+def test_records_read_back_typed_and_anything_else_reads_as_none(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"format": o.FORMAT, "rank": 1, "updates": {"6": {"loss": {}}}, "restores": []}))
+    found = o.read(path)
+    assert found is not None and found.rank == 1 and found.at(6) == {"loss": {}} and found.at(7) is None
+    for text in ("", "{", json.dumps({"format": "other"}), json.dumps({"format": o.FORMAT, "updates": {"x": {}}})):
+        path.write_text(text)
+        assert o.read(path) is None, text
+    assert o.read(tmp_path / "missing.json") is None
+
+
+def test_it_imports_the_standard_library_alone_so_any_trainer_can_load_it_by_its_path():
+    tree = ast.parse(Path(o.__file__).read_text())
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
+    assert names and all(name.split(".")[0] in sys.stdlib_module_names for name in names), names

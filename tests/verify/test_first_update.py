@@ -1,0 +1,145 @@
+"""The first resumed update against the continuous run's update k+1: the first thing that differs, in the order the
+update consumes it, is named with what was the same before it; what cannot tell names nothing."""
+
+import copy
+from typing import Any
+
+from resumeproof.common import observation as o
+from resumeproof.verify import first_update
+
+PARTS = ("model", "optimizer", "scheduler", "scaler", "rng-numpy", "rng-torch", "data")
+GENERATORS = {o.KIT: {"numpy": "n0", "torch": "t0"}, o.GLOBAL: {"python": "p0", "torch": "t0"}}
+
+
+def update(**changes: Any) -> dict[str, Any]:
+    """One recorded update of a loop that draws the batch from numpy and dropout from torch, with `changes` as
+    `moment__key=value`, `generators__moment=(group, name, digest)`."""
+    u: dict[str, Any] = {
+        o.START: {o.GENERATORS: copy.deepcopy(GENERATORS)},
+        o.FORWARD: {o.GENERATORS: _moved(("kit", "numpy", "n1")), o.BATCH: "b", o.MODEL: {"w": "w0", "bn.mean": "m"}},
+        o.LOSS: {o.VALUE: 0.5, o.DIGEST: "l", o.SCALE: 4.0},
+        o.STEP: {
+            o.OPTIMIZER: "adam",
+            o.GROUPS: [{"lr": 0.1}],
+            o.SCHEDULERS: [{"StepLR": "s"}],
+            o.SCALERS: [{"scale": 4.0, "growth_tracker": 1}],
+        },
+        o.AFTER: {
+            o.GENERATORS: _moved(("kit", "numpy", "n1"), ("kit", "torch", "t1"), ("global", "torch", "t1")),
+            o.GRADS: "g",
+        },
+    }
+    for where, value in changes.items():
+        moment, key = where.split("__")
+        if key == o.GENERATORS:
+            group, name, digest = value
+            u[moment][o.GENERATORS][group][name] = digest
+        else:
+            u[moment][key] = value
+    return u
+
+
+def _moved(*moves: tuple[str, str, str]) -> dict[str, dict[str, str]]:
+    found = copy.deepcopy(GENERATORS)
+    for group, name, digest in moves:
+        found[group][name] = digest
+    return found
+
+
+def observed(updates: dict[int, dict], restores: list | None = None, rank: int | None = None) -> dict:
+    return {rank: o.Observation(rank=rank, updates=updates, restores=restores or [])}
+
+
+def diagnose(first: dict, restores: list | None = None, then: dict | None = None, parts: tuple = PARTS):
+    before = {o.AFTER: {o.GENERATORS: copy.deepcopy(GENERATORS)}}
+    continuous = observed({5: before, 6: then or update()})
+    return first_update.diagnose(continuous, observed({1: first}, restores), 5, parts)
+
+
+def test_the_same_first_update_names_nothing():
+    assert diagnose(update()) is None
+
+
+def test_a_generator_nothing_draws_from_is_no_evidence():
+    unused = update(start__generators=("global", "python", "x"), forward__generators=("global", "python", "x"))
+    assert diagnose(unused) is None
+
+
+def test_a_generator_drawn_from_and_not_restored_is_named():
+    d = diagnose(update(forward__generators=("kit", "numpy", "other")))
+    assert d is not None and d.lost == ("rng-numpy",) and d.rule == first_update.RULE and d.step == 6
+    assert "the trainer's numpy generator, drawn before the forward pass, was not restored" in d.explanation
+
+
+def test_a_generator_restored_right_and_then_drawn_from_is_told_apart():
+    restores = [{"group": "global", "generator": "torch", "digest": "t0", "before": 1}]
+    first = update(after__generators=("global", "torch", "t9"))
+    d = diagnose(first, restores)
+    assert d is not None and d.lost == ("rng-torch",)
+    assert "was restored to the continuous run's state, then drawn from" in d.explanation
+    assert "restore it last" in d.explanation
+    wrong = diagnose(first, [{**restores[0], "digest": "t7"}])
+    assert wrong is not None and "was restored to another state" in wrong.explanation
+
+
+def test_a_lost_gradscaler_is_named_with_the_same_batch_loss_and_gradients_before_it():
+    d = diagnose(update(step__scalers=[{"scale": 65536.0, "growth_tracker": 0}]))
+    assert d is not None and d.lost == ("scaler",)
+    assert d.explanation.startswith("same generators, same batch, same model, same loss, same gradients, GradScaler")
+    assert "scale 65536.0 vs 4.0" in d.explanation
+
+
+def test_each_input_names_its_own_part_in_the_order_the_update_consumes_it():
+    cases = {
+        "data": update(forward__batch="other", step__optimizer="other"),
+        "model": update(forward__model={"w": "w0", "bn.mean": "fresh"}, loss__digest="other"),
+        "optimizer": update(step__optimizer="other", step__schedulers=[{"StepLR": "other"}]),
+        "scheduler": update(step__schedulers=[{"StepLR": "other"}], step__groups=[{"lr": 0.2}]),
+    }
+    for part, first in cases.items():
+        d = diagnose(first)
+        assert d is not None and d.lost == (part,), (part, d)
+
+
+def test_an_lr_overwritten_while_every_scheduler_is_the_same_is_the_optimizers():
+    d = diagnose(update(step__groups=[{"lr": 0.3}]))
+    assert d is not None and d.lost == ("optimizer",) and "lr 0.3 vs 0.1" in d.explanation
+
+
+def test_another_loss_from_the_same_inputs_names_no_part():
+    d = diagnose(update(loss__digest="other", loss__value=0.7))
+    assert d is not None and d.lost == () and "0.7 vs 0.5" in d.explanation
+
+
+def test_the_trainers_own_name_for_the_part_is_the_one_named():
+    d = diagnose(update(step__scalers=[{"scale": 1.0, "growth_tracker": 0}]), parts=("net", "amp"))
+    assert d is not None and d.lost == ("amp",)
+
+
+def test_under_torchrun_a_rank_that_received_another_ranks_batch_is_named():
+    then = {r: update(forward__batch=f"b{r}") for r in (0, 1)}
+    before = {o.AFTER: {o.GENERATORS: copy.deepcopy(GENERATORS)}}
+    continuous = {r: o.Observation(rank=r, updates={5: before, 6: then[r]}) for r in (0, 1)}
+    resumed = {r: o.Observation(rank=r, updates={1: then[0]}) for r in (0, 1)}
+    d = first_update.diagnose(continuous, resumed, 5, PARTS)
+    assert (
+        d is not None
+        and d.lost == ("data",)
+        and "rank 1: same generators, rank 1 received rank 0's batch" in d.explanation
+    )
+    assert first_update.diagnose(continuous, {0: resumed[0]}, 5, PARTS) is None  # another number of ranks: no claim
+
+
+def test_another_batch_names_no_part_where_a_generator_the_observer_cannot_see_may_have_drawn_it():
+    d = diagnose(update(forward__batch="other"), parts=(*PARTS, "rng-loader"))
+    assert d is not None and d.lost == () and "rng-loader (unseen by the observer)" in d.explanation
+
+
+def test_a_generator_the_trainer_names_is_evidence_even_where_this_update_does_not_draw_from_it():
+    then = update(start__generators=("kit", "loader", "l1"), forward__generators=("kit", "loader", "l1"))
+    then[o.AFTER][o.GENERATORS][o.KIT]["loader"] = "l1"
+    first = copy.deepcopy(then)
+    first[o.FORWARD][o.GENERATORS][o.KIT]["loader"] = "fresh"
+    first[o.FORWARD][o.BATCH] = "another"
+    d = diagnose(first, then=then, parts=(*PARTS, "rng-loader"))
+    assert d is not None and d.lost == ("rng-loader",) and "the trainer's loader generator" in d.explanation
