@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 Record = dict[str, Any]
+_PLAIN = (int, float, bool, str, type(None))
 
 
 def digest(value: Any) -> str:
@@ -44,6 +45,8 @@ def _feed(h: Any, value: Any) -> None:
         for key in sorted(value, key=str):
             h.update(repr(key).encode())
             _feed(h, value[key])
+    elif isinstance(value, list | tuple) and all(type(item) in _PLAIN for item in value):
+        h.update(repr(list(value)).encode())  # a generator's state: hundreds of ints, in one piece
     elif isinstance(value, list | tuple):
         h.update(b"[")
         for item in value:
