@@ -142,8 +142,13 @@ class Observer:
             now[self.o.STEP] = self.optimizer_state(optimizer)
 
     def step_post(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
-        if self.first is not None and self.first() is optimizer and not self.stepped:
-            self.end_update(optimizer)
+        if self.first is None or self.first() is not optimizer or self.stepped:
+            return
+        if not (self.forwarded or self.lossed):  # no forward pass, no backward: no update (DCP's state set-up)
+            if (now := self.now()) is not None:
+                now.pop(self.o.STEP, None)
+            return
+        self.end_update(optimizer)
 
     def end_update(self, optimizer: torch.optim.Optimizer) -> None:
         """After the update's step (or the step a GradScaler skipped): its last moment, then the next update. The

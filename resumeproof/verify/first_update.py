@@ -14,7 +14,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resumeproof.common import observation as o
-from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, SCALER, SCHEDULER, generator_of, rng_part
+from resumeproof.common.protocol import (
+    DATA,
+    MODEL,
+    OPTIMIZER,
+    OTHER_RANKS_DATA,
+    OTHER_RANKS_RNG,
+    SCALER,
+    SCHEDULER,
+    generator_of,
+    rng_part,
+)
 from resumeproof.verify.diagnosis import part_for
 from resumeproof.verify.findings import DIRECT, Diagnosis
 
@@ -49,23 +59,38 @@ class Found:
 
 
 def diagnose(continuous: Observed, resumed: Observed, k: int, parts: tuple[str, ...]) -> Diagnosis | None:
-    """The first difference of the first resumed update, rank by rank; None where the records cannot tell (none,
-    another number of ranks) or show the first resumed update the same as the continuous run's."""
+    """The first difference of the first resumed update, in causal order over every rank at once (a rank's other
+    batch comes before the gradients every rank then shares); None where the records cannot tell (none, another
+    number of ranks) or show the first resumed update the same as the continuous run's."""
     if not continuous or set(continuous) != set(resumed):
         return None
+    updates: dict[int | None, Update] = {}
     for rank in sorted(continuous, key=lambda r: -1 if r is None else r):
         then, first = continuous[rank].at(k + 1), resumed[rank].at(1)
         if then is None or first is None:
             return None
-        update = Update(continuous[rank].at(k) or {}, then, first, resumed[rank].restores, _unseen(then, parts))
-        same: list[str] = []
-        for label, check in CHECKS:
-            found = check(update)
-            if found is not None:
-                owner = _batch_owner(continuous, resumed, rank, k) if found.concept == DATA else None
-                return _diagnosis(found, same, rank, owner, k, parts)
-            same += [label] if label else []
+        updates[rank] = Update(continuous[rank].at(k) or {}, then, first, resumed[rank].restores, _unseen(then, parts))
+    same: list[str] = []
+    for label, check in CHECKS:
+        found = {rank: f for rank, update in updates.items() if (f := check(update)) is not None}
+        if found:
+            rank, finding = next(iter(found.items()))
+            owner = _batch_owner(continuous, resumed, rank, k) if finding.concept == DATA else None
+            others = rank is not None and 0 in updates and 0 not in found  # rank 0 resumed it right
+            return _diagnosis(finding, same, rank, owner, k, _parts(parts, others))
+        same += [label] if label else []
     return None
+
+
+def _parts(parts: tuple[str, ...], others: bool) -> Callable[[str], str | None]:
+    """The declared part a concept names: under torchrun, where only the other ranks than 0 differ, the
+    rank-local part (`other-ranks.data`, `other-ranks.rng`) where the trainer declares it."""
+
+    def named(concept: str) -> str | None:
+        local = OTHER_RANKS_DATA if concept == DATA else OTHER_RANKS_RNG if generator_of(concept) else None
+        return local if others and local in parts else part_for(concept, parts)
+
+    return named
 
 
 def _moment(moment: str, key: str, what: str, concept: str | None, why: str = "") -> Callable[[Update], Found | None]:
@@ -173,9 +198,9 @@ def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: i
 
 
 def _diagnosis(
-    found: Found, same: list[str], rank: int | None, owner: int | None, k: int, parts: tuple[str, ...]
+    found: Found, same: list[str], rank: int | None, owner: int | None, k: int, named: Callable[[str], str | None]
 ) -> Diagnosis:
-    part = part_for(found.concept, parts) if found.concept else None
+    part = named(found.concept) if found.concept else None
     said = f"rank {rank} received rank {owner}'s batch" if owner is not None else found.said
     clauses = [f"same {label}" for label in same] + [said]
     explanation = (

@@ -122,3 +122,19 @@ def test_another_sitecustomize_still_runs_first(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(o.SITE), str(theirs)]), o.OBSERVE_ENV: str(tmp_path / "r")}
     subprocess.run([sys.executable, "-B", "-c", "pass"], env=env, check=True, cwd=REPO)
     assert (tmp_path / "ran").exists()
+
+
+SET_UP = """
+for p in model.parameters():
+    p.grad = torch.zeros_like(p)
+optimizer.step()
+optimizer.zero_grad()
+"""
+
+
+def test_a_step_without_a_forward_or_backward_pass_is_no_update(tmp_path):
+    """DCP's set_state_dict initializes a fresh optimizer's state with a step of zero gradients at lr 0: not one of
+    the run's updates, which would shift every update after it."""
+    records = run(tmp_path, code=LOOP.replace("for step in range(4):", SET_UP + "for step in range(4):"))
+    assert sorted(records["updates"], key=int) == ["1", "2", "3", "4"]
+    assert all(o.FORWARD in records["updates"][n] and o.STEP in records["updates"][n] for n in "1234")

@@ -143,3 +143,19 @@ def test_a_generator_the_trainer_names_is_evidence_even_where_this_update_does_n
     first[o.FORWARD][o.BATCH] = "another"
     d = diagnose(first, then=then, parts=(*PARTS, "rng-loader"))
     assert d is not None and d.lost == ("rng-loader",) and "the trainer's loader generator" in d.explanation
+
+
+def test_under_torchrun_a_part_lost_on_the_other_ranks_alone_is_the_rank_local_one():
+    """Rank 1 resumed another batch, so the gradients every rank shares differ on rank 0 too: the batch, earlier in
+    the update, is the first difference, and rank 0 shows it was restored there."""
+    before = {o.AFTER: {o.GENERATORS: copy.deepcopy(GENERATORS)}}
+    continuous = {r: o.Observation(rank=r, updates={5: before, 6: update(forward__batch=f"b{r}")}) for r in (0, 1)}
+    first = {
+        0: update(forward__batch="b0", after__grads="shared"),
+        1: update(forward__batch="fresh", after__grads="shared"),
+    }
+    resumed = {r: o.Observation(rank=r, updates={1: first[r]}) for r in (0, 1)}
+    parts = (*PARTS, "other-ranks.data", "other-ranks.rng")
+    d = first_update.diagnose(continuous, resumed, 5, parts)
+    assert d is not None and d.lost == ("other-ranks.data",) and d.explanation.startswith("rank 1: same generators")
+    assert first_update.diagnose(continuous, resumed, 5, PARTS).lost == ("data",)  # not declared: the part itself
