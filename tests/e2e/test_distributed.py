@@ -56,6 +56,14 @@ def grow(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """DDP at 2 processes throughout, short, with the rank-local faults: the observer's records compared rank by
+    rank (at the same number of processes)."""
+    faults = ("--faults", "other-ranks.data,other-ranks.rng", "--steps", "4", "--interrupt-at", "2")
+    return verification(tmp_path_factory, "pair", "--train-cmd", command(2), *faults)
+
+
+@pytest.fixture(scope="module")
 def canonical(tmp_path_factory):
     """The canonical reduction: interrupted at 2 processes, resumed at 4."""
     train, resume = command(2, "--reduction", "canonical"), command(4, "--reduction", "canonical")
@@ -82,6 +90,19 @@ def test_a_data_position_or_generators_restored_on_rank_0_only_are_caught_by_the
         assert fault["detected"] and not fault["identical_to_full_resume"], part
         assert "history.loss" in fault["caught_by"], part  # rank 1 trained on other rows, other noise
     assert doc["blind_to"] == []
+
+
+def test_a_part_lost_on_the_ranks_other_than_0_alone_is_named_from_their_first_resumed_update(pair):
+    proc, doc, out = pair
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (out / "observed").glob("fault-other-ranks.data.rank-*.json")) == [
+        "fault-other-ranks.data.rank-0.json",
+        "fault-other-ranks.data.rank-1.json",
+    ]
+    for part, said in (("other-ranks.data", "the batch differs"), ("other-ranks.rng", "was not restored")):
+        diagnosis = doc["faults"][part]["diagnosis"]
+        assert (diagnosis["parts"], diagnosis["rule"], diagnosis["step"]) == ([part], "first-update", 3), part
+        assert diagnosis["explanation"].startswith("rank 1: ") and said in diagnosis["explanation"], diagnosis
 
 
 @pytest.mark.parametrize("part", ["model", "optimizer"])
