@@ -1,5 +1,6 @@
 """The reference trainer on a real GPU: `--device cuda` resumes bit-identically (`--atol 0`), with its CUDA generator a
-part of its own; fp16 autocast with a GradScaler does too, and a resume that loses the scaler is caught.
+part of its own; fp16 autocast with a GradScaler does too, and a resume that loses the scaler is caught and named
+by the observer at the first resumed update.
 
     python -B -m pytest -n 0 tests/cuda          # on a machine with a CUDA GPU; collected nowhere else
 """
@@ -36,6 +37,10 @@ def test_the_reference_trainer_on_the_gpu_resumes_bit_identically_with_its_cuda_
     assert set(continuous["next"]["rng"]) == {"python", "numpy", "cuda"}  # the dropout masks: the GPU's generator
     assert document["faults"]["rng-cuda"]["detected"] and document["faults"]["data"]["detected"]
     assert "gpus" not in document["environment"]  # every trajectory on this one GPU
+    # the observer sees the CUDA generator (once CUDA started) and names each fault at its first resumed update
+    for part in ("rng-cuda", "data"):
+        diagnosis = document["faults"][part]["diagnosis"]
+        assert (diagnosis["parts"], diagnosis["rule"]) == ([part], "first-update"), diagnosis
 
 
 def test_fp16_with_a_gradscaler_on_the_gpu_resumes_bit_identically_and_a_lost_scaler_is_caught(tmp_path):
@@ -48,4 +53,5 @@ def test_fp16_with_a_gradscaler_on_the_gpu_resumes_bit_identically_and_a_lost_sc
     assert continuous["state"]["scaler"]["scale"] > 0 and continuous["state"]["scaler"]["growth_interval"] == 4
     lost = document["faults"]["scaler"]
     assert lost["detected"] and lost["diagnosis"]["lost"] == "scaler", lost
+    assert lost["diagnosis"]["rule"] == "first-update" and "GradScaler scale" in lost["diagnosis"]["explanation"]
     assert document["faults"]["rng-cuda"]["detected"]
