@@ -177,7 +177,8 @@ def _generator(u: Update, group: str, name: str, when: str) -> Found:
     right = u.get("before", o.AFTER, o.GENERATORS) or u.get("then", o.START, o.GENERATORS) or {}
     expected = right.get(group, {}).get(name)
     mine = [r for r in u.restores if (r.get("group"), r.get("generator"), r.get("before")) == (group, name, 1)]
-    which = f"the {'process-wide' if group == o.GLOBAL else 'trainer'}'s {name} generator, {when},"
+    owner = "the process-wide" if group == o.GLOBAL else "the trainer's"
+    which = f"{owner} {name} generator, {when},"
     if expected is not None and mine and mine[-1].get("digest") == expected:
         why = (
             "something drew from it between the restore and its first use (e.g. a DataLoader iterator created "
