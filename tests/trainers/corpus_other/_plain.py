@@ -3,8 +3,8 @@
 Each trainer in this folder is a training script in a user's style with one realistic resume bug chosen by
 `--bug NAME` (without it, the same script resumed correctly: the family's control); the table with each true cause
 is benchmarks/diagnosis_cases.py (OTHER_CASES). This module speaks docs/protocol.md by hand: argparse with the
-protocol's flags (sections 1 and 6), `torch.save` with a `sha256sum` sidecar, a checked
-`torch.load(weights_only=True)`, and summary.json written with `json`.
+protocol's flags (sections 1 and 6), `torch.save` with a `sha256sum` sidecar (or a checkpoint directory's
+sidecar, one line per file), a checked `torch.load(weights_only=True)`, and summary.json written with `json`.
 """
 
 import argparse
@@ -61,6 +61,27 @@ def load(path: Path) -> Any:
     if hashlib.sha256(path.read_bytes()).hexdigest() != expected:
         sys.exit(f"{path}: sha256 does not match {path.name}.sha256; refusing to resume")
     return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def fingerprint_dir(path: Path) -> None:
+    """The sidecar of a checkpoint directory: one `sha256sum` line per file under it, sorted by path."""
+    files = sorted(str(f.relative_to(path.parent)) for f in path.rglob("*") if f.is_file())
+    lines = [f"{hashlib.sha256((path.parent / f).read_bytes()).hexdigest()}  {f}" for f in files]
+    path.with_name(path.name + ".sha256").write_text("".join(f"{line}\n" for line in lines))
+
+
+def check_dir(path: Path) -> None:
+    """Every file of a checkpoint directory matches its sidecar line, and the sidecar lists every file."""
+    listed = {}
+    for line in path.with_name(path.name + ".sha256").read_text().splitlines():
+        digest, name = line.split("  ", 1)
+        listed[name] = digest
+    present = {str(f.relative_to(path.parent)) for f in path.rglob("*") if f.is_file()}
+    if present != set(listed):
+        sys.exit(f"{path}: its files are not the ones {path.name}.sha256 lists; refusing to resume")
+    for name, digest in listed.items():
+        if hashlib.sha256((path.parent / name).read_bytes()).hexdigest() != digest:
+            sys.exit(f"{path.parent / name}: sha256 does not match {path.name}.sha256; refusing to resume")
 
 
 def plain(value: Any) -> Any:
