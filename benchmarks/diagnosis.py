@@ -1,9 +1,12 @@
 """The diagnosis corpus: realistic resume bugs, each beside its correct control, verified and scored by cause.
 
-    python -B -m benchmarks.diagnosis [--jobs 2] [--only NAME[,NAME...]] [--json OUT] [--keep DIR]
+    python -B -m benchmarks.diagnosis [--jobs 2] [--corpus {ours,other,all}] [--only NAME[,NAME...]] [--json OUT]
+        [--keep DIR]
 
-Every case is one `verify_resume.py` run of a trainer in `tests/trainers/corpus/` (a user's loop
-with one resume bug chosen by `--bug`, or the same loop resumed correctly). A case is scored twice:
+Every case is one `verify_resume.py` run of a trainer in `tests/trainers/corpus/` (ours) or
+`tests/trainers/corpus_other/` (the other corpus: trainers written in users' styles, most without
+resumeproof): a loop with one resume bug chosen by `--bug`, or the same loop resumed correctly.
+A case is scored twice:
 
 - its **verdict** is right when the verifier exits as the case expects (0 pass, 1 a comparison
   failed, 2 could not complete);
@@ -18,10 +21,12 @@ with one resume bug chosen by `--bug`, or the same loop resumed correctly). A ca
 `verification.json` is read into the package's typed result (`resumeproof.verify.result`): each
 check by its kind and each diagnosis by its rule and parts. Trainers run with PYTHONHASHSEED
 unset (two of them depend on the hash seed on purpose). Prints one line per case as it ends,
-then the per-case table and the counts in Markdown (for docs/checks.md); `--json` writes both.
+then per corpus the per-case table and the counts in Markdown, and the counts of both (for
+docs/checks.md); `--json` writes them all.
 
-Run from the repository's root. The cases are benchmarks/diagnosis_cases.py, the scoring
-benchmarks/diagnosis_score.py, the tables benchmarks/diagnosis_tables.py; this module runs them.
+Run from the repository's root. The cases are benchmarks/diagnosis_cases.py (ours) and
+benchmarks/diagnosis_other_cases.py (the other corpus), the scoring benchmarks/diagnosis_score.py,
+the tables benchmarks/diagnosis_tables.py; this module runs them.
 """
 
 import argparse
@@ -36,11 +41,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from benchmarks.diagnosis_cases import CASES, Case, select
+from benchmarks.diagnosis_cases import CASES, OTHER, OURS, Case, select
+from benchmarks.diagnosis_other_cases import OTHER_CASES
 from benchmarks.diagnosis_score import RIGHT, WRONG, Result, said, score, score_faults, worst
 from benchmarks.diagnosis_tables import case_table, count_table, counts
 from benchmarks.helpers import REPO
 from resumeproof.verify.result import Verification
+
+CORPORA = {OURS: CASES, OTHER: OTHER_CASES}
+ALL_CASES = CASES + OTHER_CASES
+if len({c.name for c in ALL_CASES}) != len(ALL_CASES):
+    raise ValueError("two cases of the corpora share a name")
 
 
 def verifier_env() -> dict[str, str]:
@@ -83,22 +94,25 @@ def run_case(case: Case, output: Path, jobs: int = 1, timeout: float = 600) -> R
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--jobs", type=int, default=2, help="Verifications at once (default 2).")
+    parser.add_argument(
+        "--corpus", choices=(OURS, OTHER, "all"), default="all", help="Which corpus to run (default: both)."
+    )
     parser.add_argument("--only", help="Comma-separated case names or families (e.g. ema, plateau/fixed).")
     parser.add_argument("--json", type=Path, help="Also write the results and counts as JSON here.")
     parser.add_argument("--keep", type=Path, help="Keep every verification under this directory (must not exist).")
     parser.add_argument("--list", action="store_true", help="Print the cases and exit.")
     options = parser.parse_args(argv)
-    chosen = select(options.only)
+    chosen = select(options.only, ALL_CASES if options.corpus == "all" else CORPORA[options.corpus])
     if options.list:
         for c in chosen:
-            print(f"{c.name:40} exit {c.exit}  cause {c.cause:18} {c.train_cmd()} {shlex.join(c.verify)}")
+            print(f"{c.corpus:5} {c.name:40} exit {c.exit}  cause {c.cause:18} {c.train_cmd()} {shlex.join(c.verify)}")
         return 0
     jobs = max(1, options.jobs)
     per_verifier = max(1, (os.cpu_count() or 2) // jobs)  # trainer processes per verification
     root = options.keep or Path(tempfile.mkdtemp(prefix="diagnosis-corpus-"))
     if options.keep:
         root.mkdir(parents=True)
-    cases = {c.name: c for c in CASES}
+    cases = {c.name: c for c in ALL_CASES}
     start = time.perf_counter()
 
     def one(case: Case) -> Result:
@@ -114,15 +128,19 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         results = list(pool.map(one, chosen))
     elapsed = time.perf_counter() - start
-    groups = counts(cases, results)
-    print(case_table(cases, results))
-    print()
-    print(count_table(groups))
+    groups = {}
+    for corpus in CORPORA:
+        mine = [r for r in results if cases[r.case].corpus == corpus]
+        if mine:
+            groups[corpus] = counts(cases, mine)
+            print(f"### {corpus} ({len(mine)} cases)\n\n{case_table(cases, mine)}\n\n{count_table(groups[corpus])}\n")
+    groups["total"] = counts(cases, results)
+    print(f"### total ({len(results)} cases)\n\n{count_table(groups['total'])}")
     print(f"\n{len(results)} cases in {elapsed:.0f} s ({jobs} at once); verifications in {root}")
     if options.json:
         document = {
-            "results": [asdict(r) for r in results],
-            "counts": {name: dict(c) for name, c in groups.items()},
+            "results": [{"corpus": cases[r.case].corpus, **asdict(r)} for r in results],
+            "counts": {corpus: {name: dict(c) for name, c in g.items()} for corpus, g in groups.items()},
             "seconds": round(elapsed, 1),
         }
         options.json.write_text(json.dumps(document, indent=1) + "\n")

@@ -1,5 +1,6 @@
 """The diagnosis corpus's cases (benchmarks/diagnosis.py): each trainer of tests/trainers/corpus/, how it is
-verified, and what a perfect verifier says about it."""
+verified, and what a perfect verifier says about it. The second corpus, trainers written in other styles than
+ours (tests/trainers/corpus_other/), is benchmarks/diagnosis_other_cases.py."""
 
 import shlex
 from dataclasses import dataclass
@@ -7,7 +8,8 @@ from typing import Any
 
 from benchmarks.helpers import REPO
 
-CORPUS = "tests/trainers/corpus"
+OURS, OTHER = "ours", "other"  # the two corpora: our trainers, and trainers written in users' styles
+FOLDERS = {OURS: "tests/trainers/corpus", OTHER: "tests/trainers/corpus_other"}
 
 NONE, NOT_DETERMINISTIC, NO_POWER = "none", "not-deterministic", "no-power"  # the causes that are not a part
 UNKNOWN = "unknown"  # a diagnosis that names no part
@@ -18,7 +20,7 @@ class Case:
     """One corpus entry: a trainer, how it is verified, and what a perfect verifier says about it."""
 
     name: str  # "<family>/<variant>", unique
-    script: str  # file in tests/trainers/corpus/
+    script: str  # file in the corpus's folder (FOLDERS)
     args: tuple[str, ...] = ()  # the trainer's own flags: --bug NAME, ...
     verify: tuple[str, ...] = ()  # extra verify_resume.py flags: --faults all, --interrupt-at 7, ...
     exit: int  # the right verdict: 0 passed, 1 a comparison failed, 2 could not complete
@@ -26,18 +28,25 @@ class Case:
     right: frozenset[str] = frozenset()  # a part cause's right diagnoses (default: the cause); may hold UNKNOWN
     faults: tuple[str, ...] = ()  # with --faults: the parts whose fault runs must each be diagnosed by their own name
     why: str  # what the trainer does wrong (or right), one line
+    corpus: str = OURS  # OURS (tests/trainers/corpus/) or OTHER (tests/trainers/corpus_other/)
 
     def __post_init__(self) -> None:
         if self.exit not in (0, 1, 2):
             raise ValueError(f"{self.name}: exit must be 0, 1 or 2, not {self.exit}")
-        if not (REPO / CORPUS / self.script).is_file():
-            raise ValueError(f"{self.name}: script {CORPUS}/{self.script} does not exist")
+        if self.corpus not in FOLDERS:
+            raise ValueError(f"{self.name}: corpus must be one of {', '.join(FOLDERS)}, not {self.corpus!r}")
+        if not (REPO / self.folder / self.script).is_file():
+            raise ValueError(f"{self.name}: script {self.folder}/{self.script} does not exist")
         if self.cause in (NONE, NOT_DETERMINISTIC, NO_POWER) and self.right:
             raise ValueError(f"{self.name}: right is only for a part cause, not {self.cause!r}")
         if self.cause == NONE and self.exit != 0:
             raise ValueError(f"{self.name}: a control (cause 'none') must expect exit 0")
         if self.faults and "--faults" not in self.verify:
             raise ValueError(f"{self.name}: faults are scored only when --faults is passed")
+
+    @property
+    def folder(self) -> str:
+        return FOLDERS[self.corpus]
 
     @property
     def family(self) -> str:
@@ -55,7 +64,7 @@ class Case:
         return (self.right or frozenset({self.cause})) - {UNKNOWN}
 
     def train_cmd(self, python: str = "python") -> str:
-        return shlex.join([python, "-B", f"{CORPUS}/{self.script}", *self.args])
+        return shlex.join([python, "-B", f"{self.folder}/{self.script}", *self.args])
 
 
 def _bug(script: str, bug: str, cause: str, why: str, **more: Any) -> Case:
@@ -191,13 +200,13 @@ CASES: tuple[Case, ...] = (
 )
 
 
-def select(only: str | None) -> list[Case]:
-    """The cases `--only` names, by case or by family; all of them without it."""
+def select(only: str | None, cases: tuple[Case, ...] = CASES) -> list[Case]:
+    """The cases `--only` names among `cases`, by case or by family; all of them without it."""
     if not only:
-        return list(CASES)
+        return list(cases)
     wanted = [name.strip() for name in only.split(",") if name.strip()]
-    chosen = [c for c in CASES if c.name in wanted or c.family in wanted]
-    unknown = [w for w in wanted if not any(c.name == w or c.family == w for c in CASES)]
+    chosen = [c for c in cases if c.name in wanted or c.family in wanted]
+    unknown = [w for w in wanted if not any(c.name == w or c.family == w for c in cases)]
     if unknown:
-        raise SystemExit(f"--only: no case or family {', '.join(unknown)}; cases: {', '.join(c.name for c in CASES)}")
+        raise SystemExit(f"--only: no case or family {', '.join(unknown)}; cases: {', '.join(c.name for c in cases)}")
     return chosen
