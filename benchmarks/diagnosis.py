@@ -44,7 +44,7 @@ from pathlib import Path
 from benchmarks.diagnosis_cases import CASES, OTHER, OURS, Case, select
 from benchmarks.diagnosis_other_cases import OTHER_CASES
 from benchmarks.diagnosis_score import RIGHT, WRONG, Result, said, score, score_faults, worst
-from benchmarks.diagnosis_tables import case_table, count_table, counts
+from benchmarks.diagnosis_tables import case_table, corpora_table, count_table, counts
 from benchmarks.helpers import REPO
 from resumeproof.verify.result import Verification
 
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             groups[corpus] = counts(cases, mine)
             print(f"### {corpus} ({len(mine)} cases)\n\n{case_table(cases, mine)}\n\n{count_table(groups[corpus])}\n")
     groups["total"] = counts(cases, results)
-    print(f"### total ({len(results)} cases)\n\n{count_table(groups['total'])}")
+    print(f"### total ({len(results)} cases)\n\n{corpora_table(groups)}")
     print(f"\n{len(results)} cases in {elapsed:.0f} s ({jobs} at once); verifications in {root}")
     if options.json:
         document = {

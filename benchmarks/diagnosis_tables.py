@@ -44,3 +44,18 @@ def count_table(groups: dict[str, Counter]) -> str:
         verdicts = ("-", "-") if name == "faults" else (c["verdict right"], c["verdict wrong"])
         rows.append(f"| {name} | {c['cases']} | {verdicts[0]} | {verdicts[1]} | {c[RIGHT]} | {c[VAGUE]} | {c[WRONG]} |")
     return "\n".join(rows)
+
+
+def corpora_table(corpora: dict[str, dict[str, Counter]]) -> str:
+    """The counts of every corpus and of all of them in one table (docs/checks.md), a corpus's empty rows left out."""
+    rows = [
+        "| corpus | | cases | verdict right | verdict wrong | diagnosis right | vague | wrong |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for corpus, groups in corpora.items():
+        for name, c in groups.items():
+            if c["cases"] or name == "all cases":
+                verdicts = ("-", "-") if name == "faults" else (c["verdict right"], c["verdict wrong"])
+                counted = f"{c['cases']} | {verdicts[0]} | {verdicts[1]} | {c[RIGHT]} | {c[VAGUE]} | {c[WRONG]}"
+                rows.append(f"| {corpus} | {name} | {counted} |")
+    return "\n".join(rows)
