@@ -98,8 +98,10 @@ class Observer:
         return {name: digest(state) for name, state in generators.state().items()}
 
     def model(self) -> Record:
+        """Every parameter and buffer of the root module, non-persistent buffers too (no state_dict holds them)."""
         root = self.root() if self.root is not None else None
-        return {} if root is None else {name: digest(t) for name, t in root.state_dict(keep_vars=False).items()}
+        named = [] if root is None else [*root.named_parameters(), *root.named_buffers()]
+        return {name: digest(t) for name, t in named}
 
     def optimizer_state(self, optimizer: torch.optim.Optimizer) -> Record:
         per_param = [optimizer.state.get(p, {}) for p in _params(optimizer)]
@@ -114,7 +116,9 @@ class Observer:
     # -- the hooks ---------------------------------------------------------------------------------------------
 
     def forward_pre(self, module: torch.nn.Module, args: tuple) -> None:
-        if self.depth == 0 and not self.forwarded:
+        # The update's first forward pass that trains: an evaluation (no grad, or eval mode) between two steps, or a
+        # frozen teacher, computes nothing the next step consumes.
+        if self.depth == 0 and not self.forwarded and module.training and torch.is_grad_enabled():
             self.forwarded, self.root = True, weakref.ref(module)
             if (now := self.now()) is not None:
                 batch = [a for a in args if isinstance(a, torch.Tensor)]

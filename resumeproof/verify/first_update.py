@@ -102,8 +102,6 @@ def _moment(moment: str, key: str, what: str, concept: str | None, why: str = ""
 
 
 def _how(key: str, a: Any, b: Any) -> str:
-    if key == o.SCALERS and a and b:
-        return f"scale {b[0].get('scale')} vs {a[0].get('scale')}"
     if isinstance(a, dict) and isinstance(b, dict):
         keys = [name for name in a if a.get(name) != b.get(name)] + [name for name in b if name not in a]
         return f"differ at {', '.join(keys[:3])}" if keys else "differ"
@@ -134,6 +132,22 @@ def _loss(u: Update) -> Found | None:
         "torch.Generator of the trainer's own) or state that acts in the forward pass was not restored"
     )
     return Found(f"the loss differs ({values})", None, why)
+
+
+def _scaler(u: Update) -> Found | None:
+    """A GradScaler: the scale the loss was multiplied by (there even where the step is skipped), and its state
+    before the step (scale, growth tracker)."""
+    for a, b in (u.pair(o.LOSS, o.SCALE), u.pair(o.STEP, o.SCALERS)):
+        if a != b and a is not None and b is not None:  # a skipped step records no state before it
+            return Found(f"GradScaler {_scaled(a, b)}", SCALER)
+    return None
+
+
+def _scaled(a: Any, b: Any) -> str:
+    if isinstance(a, list) and isinstance(b, list) and a and b:
+        pairs = [(key, b[0].get(key), a[0].get(key)) for key in a[0] if a[0].get(key) != b[0].get(key)]
+        return ", ".join(f"{key} {new} vs {old}" for key, new, old in pairs) or "state differs"
+    return f"scale {b} vs {a}"
 
 
 def _groups(u: Update) -> Found | None:
@@ -219,8 +233,8 @@ CHECKS: list[tuple[str, Callable[[Update], Found | None]]] = [
     ("model", _moment(o.FORWARD, o.MODEL, "the model entering the update:", MODEL)),
     ("", _generators(o.AFTER, "drawn in the forward or backward pass")),
     ("loss", _loss),
+    ("GradScaler", _scaler),
     ("gradients", _moment(o.AFTER, o.GRADS, "the gradients", None, _GRADIENTS)),
-    ("GradScaler", _moment(o.STEP, o.SCALERS, "GradScaler", SCALER)),
     ("optimizer state", _moment(o.STEP, o.OPTIMIZER, "the optimizer's state", OPTIMIZER)),
     ("LR schedulers", _moment(o.STEP, o.SCHEDULERS, "an LR scheduler's state", SCHEDULER)),
     ("hyper-parameters", _groups),

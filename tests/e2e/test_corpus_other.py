@@ -16,13 +16,8 @@ FAST = (
     "amp_scaler/scaler-not-saved",  # a self-correcting GradScaler: its end state equals the continuous run's
     "iterator_after_restore/iter-after-restore",  # the generator is restored, then the iterator draws from it
     "accelerate_ema/ema-not-registered",  # a framework's directory checkpoint, its pickle allowed by name
-    "plateau_accuracy/fresh-scheduler",  # self-correcting plateau counters, the model evaluated after every update
+    "plateau_accuracy/fresh-scheduler",  # self-correcting counters; an evaluation forward pass after every update
 )
-# The diagnosis is known wrong here (reported with issue 22); strict, so that the fix must remove the entry.
-KNOWN_WRONG = {
-    "plateau_accuracy/fresh-scheduler": "the observer records the evaluation forward pass that follows update k's "
-    "step as update k+1's batch; the resumed run has no evaluation before its first update, so `data` is named",
-}
 CASES = {case.name: case for case in diagnosis.OTHER_CASES}
 
 
@@ -36,7 +31,6 @@ def verified(request, tmp_path_factory) -> tuple[diagnosis.Case, diagnosis.Resul
 
 def test_the_fast_slice_is_four_cases_of_distinct_families():
     assert len(FAST) <= 4 and len({CASES[name].family for name in FAST}) == len(FAST)
-    assert set(KNOWN_WRONG) <= set(FAST)
 
 
 def test_the_verifier_exits_as_the_case_expects(verified):
@@ -44,10 +38,8 @@ def test_the_verifier_exits_as_the_case_expects(verified):
     assert result.exit == case.exit, result.reason
 
 
-def test_the_diagnosis_names_the_true_cause(verified, request):
+def test_the_diagnosis_names_the_true_cause(verified):
     case, result, _ = verified
-    if case.name in KNOWN_WRONG:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[case.name]))
     assert result.diagnosis == diagnosis.RIGHT, f"{case.name}: true cause {case.cause}; said {result.said}"
 
 

@@ -93,7 +93,7 @@ def test_a_step_the_gradscaler_skips_still_counts_as_an_update(tmp_path):
 
 BROKEN = """
 class Broken(torch.nn.Sequential):
-    def state_dict(self, *args, **kwargs):
+    def named_buffers(self, *args, **kwargs):
         raise RuntimeError("no state here")
 """
 
@@ -138,3 +138,28 @@ def test_a_step_without_a_forward_or_backward_pass_is_no_update(tmp_path):
     records = run(tmp_path, code=LOOP.replace("for step in range(4):", SET_UP + "for step in range(4):"))
     assert sorted(records["updates"], key=int) == ["1", "2", "3", "4"]
     assert all(o.FORWARD in records["updates"][n] and o.STEP in records["updates"][n] for n in "1234")
+
+
+EVALUATING = """
+model.register_buffer("seen", torch.zeros(1), persistent=False)  # in no state_dict
+for step in range(4):
+    rows = np.random.permutation(8)[:4]
+    model.seen += 1
+    loss = model(x[rows]).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    with torch.no_grad():
+        model.eval()
+        model(x)  # an evaluation between two steps: the same rows every time
+        model.train()
+"""
+
+
+def test_the_batch_is_the_training_forward_passs_and_the_model_holds_every_buffer(tmp_path):
+    loop = LOOP[: LOOP.index("for step in range(4):")] + EVALUATING
+    records = run(tmp_path, code=loop)
+    batches = {records["updates"][n][o.FORWARD][o.BATCH] for n in "1234"}
+    assert len(batches) == 4  # the evaluation's constant batch would repeat from update 2 on
+    seen = [records["updates"][n][o.FORWARD][o.MODEL]["seen"] for n in "1234"]
+    assert len(set(seen)) == 4  # the non-persistent buffer, as it enters each update

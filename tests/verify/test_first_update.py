@@ -82,11 +82,17 @@ def test_a_generator_restored_right_and_then_drawn_from_is_told_apart():
     assert wrong is not None and "was restored to another state" in wrong.explanation
 
 
-def test_a_lost_gradscaler_is_named_with_the_same_batch_loss_and_gradients_before_it():
+def test_a_lost_gradscaler_is_named_with_the_same_batch_and_loss_before_it_where_the_step_is_skipped_too():
     d = diagnose(update(step__scalers=[{"scale": 65536.0, "growth_tracker": 0}]))
     assert d is not None and d.lost == ("scaler",)
-    assert d.explanation.startswith("same generators, same batch, same model, same loss, same gradients, GradScaler")
-    assert "scale 65536.0 vs 4.0" in d.explanation
+    assert d.explanation.startswith("same generators, same batch, same model, same loss, GradScaler")
+    assert "scale 65536.0 vs 4.0, growth_tracker 0 vs 1" in d.explanation
+    skipped = diagnose(update(loss__scale=65536.0, after__grads="inf"))  # the step skipped: only the loss's scale
+    assert (
+        skipped is not None and skipped.lost == ("scaler",) and "GradScaler scale 65536.0 vs 4.0" in skipped.explanation
+    )
+    tracker = diagnose(update(step__scalers=[{"scale": 4.0, "growth_tracker": 3}]))
+    assert tracker is not None and tracker.explanation.endswith("GradScaler growth_tracker 3 vs 1")
 
 
 def test_each_input_names_its_own_part_in_the_order_the_update_consumes_it():
