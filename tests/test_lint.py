@@ -50,3 +50,13 @@ def test_the_formatter_formats_nearly_everything():
         and (count := path.read_text().count("# fmt: skip"))
     }
     assert sum(skips.values()) <= 20, skips
+
+
+def test_no_module_of_the_package_or_the_benchmarks_is_over_320_lines():
+    long = {
+        path.relative_to(REPO).as_posix(): length
+        for root in ("resumeproof", "benchmarks")
+        for path in sorted((REPO / root).rglob("*.py"))
+        if (length := len(path.read_text().splitlines())) > 320
+    }
+    assert long == {}
