@@ -193,13 +193,23 @@ def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: dict[str, Any])
     verify/first_update.py), else the rules on the summaries (verify/diagnosis.py); then for the primary resume the
     probes that reproduce it exactly; a trainer that differs from itself has every difference explained by that."""
     seen = a.found.observed
-    direct = first_update.diagnose(seen.get(CONTINUOUS, {}), seen.get(t.name, {}), e.resumed_at, a.parts)
+    direct = first_update.diagnose(_reference(seen, e.resumed_at), seen.get(t.name, {}), e.resumed_at, a.parts)
     why = direct if direct is not None and direct.lost else diagnose(a.continuous, other, a.context(e))
     if direct is not None and (why is None or not why.lost):  # no part named: the direct evidence says more
         why = direct
     if why is not None and t.name == RESUMED:
         why = evidence.confirm(why, other, a.found.probes)
     return _why(a.determinism, why)
+
+
+def _reference(seen: Mapping[str, first_update.Observed], k: int) -> first_update.Observed:
+    """The continuous run's records of update k+1, or the repeat's: with --interrupt-at epochs the continuous run
+    ran before the points were known, and its repeat (the same command, shown the same) recorded them."""
+    for name in (CONTINUOUS, REPEAT):
+        records = seen.get(name) or {}
+        if records and all(r.at(k + 1) is not None for r in records.values()):
+            return records
+    return seen.get(CONTINUOUS) or {}
 
 
 def _why(det: Determinism, why: Diagnosis | None) -> Diagnosis | None:
