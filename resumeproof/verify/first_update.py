@@ -166,8 +166,9 @@ def _generators(moment: str, when: str) -> Callable[[Update], Found | None]:
         used = _used(u)
         for group in (o.KIT, o.GLOBAL):
             for name in a.get(group, {}):
-                if (group, name) in used and a[group][name] != b.get(group, {}).get(name):
-                    return _generator(u, group, name, when)
+                mine = b.get(group, {}).get(name)
+                if (group, name) in used and a[group][name] != mine:
+                    return _generator(u, group, name, when, mine)
         return None
 
     return check
@@ -186,20 +187,27 @@ def _used(u: Update) -> set[tuple[str, str]]:
     return {key for key, values in seen.items() if len(values) > 1 or key[0] == o.KIT}
 
 
-def _generator(u: Update, group: str, name: str, when: str) -> Found:
-    """A generator the update draws from, in another state: restored and then drawn from, or not restored."""
+def _generator(u: Update, group: str, name: str, when: str, mine: str | None) -> Found:
+    """A generator in another state than the continuous run's: not restored; restored and then drawn from before
+    its first use; or restored right and not drawn from as the continuous update was (what decides the draws)."""
     right = u.get("before", o.AFTER, o.GENERATORS) or u.get("then", o.START, o.GENERATORS) or {}
     expected = right.get(group, {}).get(name)
-    mine = [r for r in u.restores if (r.get("group"), r.get("generator"), r.get("before")) == (group, name, 1)]
+    restores = [r for r in u.restores if (r.get("group"), r.get("generator"), r.get("before")) == (group, name, 1)]
     owner = "the process-wide" if group == o.GLOBAL else "the trainer's"
     which = f"{owner} {name} generator, {when},"
-    if expected is not None and mine and mine[-1].get("digest") == expected:
+    if expected is not None and mine == expected:
+        why = (
+            "it entered the update in the continuous run's state and was not drawn from as there: what decides the "
+            "draws (the data position: an epoch's start, a cursor) was not restored"
+        )
+        return Found(f"{which} was not drawn from as in the continuous run", DATA, why)
+    if expected is not None and restores and restores[-1].get("digest") == expected:
         why = (
             "something drew from it between the restore and its first use (e.g. a DataLoader iterator created "
             "after the restore draws its base seed from it): restore it last, right before the loop"
         )
         return Found(f"{which} was restored to the continuous run's state, then drawn from", rng_part(name), why)
-    said = "was restored to another state than the continuous run's" if mine else "was not restored"
+    said = "was restored to another state than the continuous run's" if restores else "was not restored"
     return Found(f"{which} {said}", rng_part(name), "")
 
 

@@ -165,3 +165,11 @@ def test_under_torchrun_a_part_lost_on_the_other_ranks_alone_is_the_rank_local_o
     d = first_update.diagnose(continuous, resumed, 5, parts)
     assert d is not None and d.lost == ("other-ranks.data",) and d.explanation.startswith("rank 1: same generators")
     assert first_update.diagnose(continuous, resumed, 5, PARTS).lost == ("data",)  # not declared: the part itself
+
+
+def test_a_generator_restored_right_and_not_drawn_from_as_in_the_continuous_update_names_what_decides_the_draws():
+    """An epoch's permutation drawn at update k+1 in the continuous run and not in the resumed one (its position
+    said "the next epoch has started"): the generator is right, the data position is not."""
+    restores = [{"group": "kit", "generator": "numpy", "digest": "n0", "before": 1}]
+    d = diagnose(update(forward__generators=("kit", "numpy", "n0")), restores)
+    assert d is not None and d.lost == ("data",) and "was not drawn from as in the continuous run" in d.explanation
