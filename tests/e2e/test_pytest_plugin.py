@@ -34,7 +34,7 @@ def test_a_faulty_trainer_fails_the_users_test_with_the_diagnosis_in_the_message
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout
     assert "FAILED resumed (from step 2) concordant with continuous: first mismatch history[3].loss" in out
-    assert "diagnosis resumed: likely lost optimizer from update 4" in out
+    assert "diagnosis resumed: lost optimizer at update 3 (the first resumed one)" in out
     assert "verification.json" in out
 
 

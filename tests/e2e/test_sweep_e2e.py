@@ -44,10 +44,11 @@ def test_every_omitted_part_is_caught(tmp_path):
     assert {"step", "history"} <= caught["progress"]  # the counter restarts: wrong step, short history
     assert doc["blind_to"] == []
     assert "fault matrix" in proc.stderr and "all 8 faults caught" in proc.stderr
-    # each named by its own part, but the model: a lost model shows only in the loss from the first resumed
-    # update, as an unreported generator or buffer would, and the rules say unknown rather than guess
+    # each named by its own part, the model too: in the files a lost model shows only in the loss, as an unreported
+    # generator or buffer would; the observer saw the model's parameters differ entering the first resumed update
     named = {part: fault["diagnosis"]["lost"] for part, fault in doc["faults"].items()}
-    assert named == {p: "unknown" if p == "model" else p for p in STANDARD_PARTS}
+    assert named == {p: p for p in STANDARD_PARTS}
+    assert doc["faults"]["model"]["diagnosis"]["rule"] == "first-update"
     assert not any(fault["identical_to_full_resume"] for fault in doc["faults"].values())
     assert contradictions(doc, faults_all=True) == []
 
