@@ -29,6 +29,7 @@ from resumeproof.verify.diagnosis import part_for
 from resumeproof.verify.findings import DIRECT, Diagnosis
 
 RULE = DIRECT
+BEFORE_FORWARD = "drawn before the forward pass"
 Observed = Mapping[int | None, o.Observation]  # one record per rank (None: a process without a launcher)
 
 
@@ -202,6 +203,10 @@ def _generator(u: Update, group: str, name: str, when: str, mine: str | None) ->
         )
         return Found(f"{which} was not drawn from as in the continuous run", DATA, why)
     if expected is not None and restores and restores[-1].get("digest") == expected:
+        if when == BEFORE_FORWARD and u.pair(o.FORWARD, o.BATCH)[0] != u.pair(o.FORWARD, o.BATCH)[1]:
+            why = "the data pipeline started again elsewhere (an iterator rebuilt at another position drew from it)"
+            said = f"the batch differs, and {which[:-1]} was drawn from between its restore and the first update"
+            return Found(said, None if u.unseen else DATA, why)
         why = (
             "something drew from it between the restore and its first use (e.g. a DataLoader iterator created "
             "after the restore draws its base seed from it): restore it last, right before the loop"
@@ -236,7 +241,7 @@ def _diagnosis(
 _GRADIENTS = "the same loss gives other gradients: a gradient accumulated before the update was not restored"
 _AFTER = "every input of the update is the same and the parameters after it differ"
 CHECKS: list[tuple[str, Callable[[Update], Found | None]]] = [
-    ("generators", _generators(o.FORWARD, "drawn before the forward pass")),
+    ("generators", _generators(o.FORWARD, BEFORE_FORWARD)),
     ("batch", _batch),
     ("model", _moment(o.FORWARD, o.MODEL, "the model entering the update:", MODEL)),
     ("", _generators(o.AFTER, "drawn in the forward or backward pass")),

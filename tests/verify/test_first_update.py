@@ -173,3 +173,13 @@ def test_a_generator_restored_right_and_not_drawn_from_as_in_the_continuous_upda
     restores = [{"group": "kit", "generator": "numpy", "digest": "n0", "before": 1}]
     d = diagnose(update(forward__generators=("kit", "numpy", "n0")), restores)
     assert d is not None and d.lost == ("data",) and "was not drawn from as in the continuous run" in d.explanation
+
+
+def test_a_generator_restored_then_drawn_from_while_the_batch_differs_names_the_data_position():
+    """A loader without a position restarts its epoch on resume: its new iterator draws from the restored generator
+    and yields another batch; restoring the generator later would not help, the position is what was lost."""
+    restores = [{"group": "global", "generator": "torch", "digest": "t0", "before": 1}]
+    first = update(forward__generators=("global", "torch", "t5"), forward__batch="first of the epoch")
+    then = update(forward__generators=("global", "torch", "t1"))
+    d = diagnose(first, restores, then=then)
+    assert d is not None and d.lost == ("data",) and "the batch differs, and the process-wide torch" in d.explanation
