@@ -193,13 +193,23 @@ def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: dict[str, Any])
     verify/first_update.py), else the rules on the summaries (verify/diagnosis.py); then for the primary resume the
     probes that reproduce it exactly; a trainer that differs from itself has every difference explained by that."""
     seen = a.found.observed
-    direct = first_update.diagnose(_reference(seen, e.resumed_at), seen.get(t.name, {}), e.resumed_at, a.parts)
+    rows = _rows_same(a.continuous, other, e.resumed_at)
+    direct = first_update.diagnose(_reference(seen, e.resumed_at), seen.get(t.name, {}), e.resumed_at, a.parts, rows)
     why = direct if direct is not None and direct.lost else diagnose(a.continuous, other, a.context(e))
     if direct is not None and (why is None or not why.lost):  # no part named: the direct evidence says more
         why = direct
     if why is not None and t.name == RESUMED:
         why = evidence.confirm(why, other, a.found.probes)
     return _why(a.determinism, why)
+
+
+def _rows_same(continuous: dict[str, Any], other: dict[str, Any], k: int) -> bool | None:
+    """Whether update k+1 consumed the same rows in both runs, as their histories say; None where they cannot."""
+    a, b = (summary.get(protocol.HISTORY) for summary in (continuous, other))
+    if not (isinstance(a, list) and isinstance(b, list) and len(a) > k and len(b) > k):
+        return None
+    rows = [record.get("rows") if isinstance(record, dict) else None for record in (a[k], b[k])]
+    return None if None in rows else rows[0] == rows[1]
 
 
 def _reference(seen: Mapping[str, first_update.Observed], k: int) -> first_update.Observed:

@@ -42,6 +42,7 @@ class Update:
     first: dict[str, Any]  # the resumed run's update 1
     restores: list[dict[str, Any]] = field(default_factory=list)  # the resumed run's generator restores
     unseen: tuple[str, ...] = ()  # declared generator parts the observer cannot see (a trainer's torch.Generator)
+    rows_same: bool | None = None  # the history's rows of update k+1 agree (the summaries say it), None: unknown
 
     def get(self, which: str, moment: str, key: str) -> Any:
         found = getattr(self, which).get(moment) or {}
@@ -59,7 +60,9 @@ class Found:
     why: str = ""  # what it means, where that says more
 
 
-def diagnose(continuous: Observed, resumed: Observed, k: int, parts: tuple[str, ...]) -> Diagnosis | None:
+def diagnose(
+    continuous: Observed, resumed: Observed, k: int, parts: tuple[str, ...], rows_same: bool | None = None
+) -> Diagnosis | None:
     """The first difference of the first resumed update, in causal order over every rank at once (a rank's other
     batch comes before the gradients every rank then shares); None where the records cannot tell (none, another
     number of ranks) or show the first resumed update the same as the continuous run's."""
@@ -70,7 +73,8 @@ def diagnose(continuous: Observed, resumed: Observed, k: int, parts: tuple[str, 
         then, first = continuous[rank].at(k + 1), resumed[rank].at(1)
         if then is None or first is None:
             return None
-        updates[rank] = Update(continuous[rank].at(k) or {}, then, first, resumed[rank].restores, _unseen(then, parts))
+        before, restores = continuous[rank].at(k) or {}, resumed[rank].restores
+        updates[rank] = Update(before, then, first, restores, _unseen(then, parts), rows_same)
     same: list[str] = []
     for label, check in CHECKS:
         found = {rank: f for rank, update in updates.items() if (f := check(update)) is not None}
@@ -195,7 +199,8 @@ def _generator(u: Update, group: str, name: str, when: str, mine: str | None) ->
     expected = right.get(group, {}).get(name)
     restores = [r for r in u.restores if (r.get("group"), r.get("generator"), r.get("before")) == (group, name, 1)]
     owner = "the process-wide" if group == o.GLOBAL else "the trainer's"
-    which = f"{owner} {name} generator, {when},"
+    generator = f"{owner} {name} generator"
+    which = f"{generator}, {when},"
     if expected is not None and mine == expected:
         why = (
             "it entered the update in the continuous run's state and was not drawn from as there: what decides the "
@@ -203,10 +208,11 @@ def _generator(u: Update, group: str, name: str, when: str, mine: str | None) ->
         )
         return Found(f"{which} was not drawn from as in the continuous run", DATA, why)
     if expected is not None and restores and restores[-1].get("digest") == expected:
-        if when == BEFORE_FORWARD and u.pair(o.FORWARD, o.BATCH)[0] != u.pair(o.FORWARD, o.BATCH)[1]:
+        batch = u.pair(o.FORWARD, o.BATCH)
+        if when == BEFORE_FORWARD and batch[0] != batch[1] and u.rows_same is not True:  # other rows, or unknown
             why = "the data pipeline started again elsewhere (an iterator rebuilt at another position drew from it)"
-            said = f"the batch differs, and {which[:-1]} was drawn from between its restore and the first update"
-            return Found(said, None if u.unseen else DATA, why)
+            said = f"the batch differs, and {generator} was drawn from between its restore and the first update"
+            return Found(said, DATA if u.rows_same is False and not u.unseen else None, why)
         why = (
             "something drew from it between the restore and its first use (e.g. a DataLoader iterator created "
             "after the restore draws its base seed from it): restore it last, right before the loop"

@@ -181,5 +181,15 @@ def test_a_generator_restored_then_drawn_from_while_the_batch_differs_names_the_
     restores = [{"group": "global", "generator": "torch", "digest": "t0", "before": 1}]
     first = update(forward__generators=("global", "torch", "t5"), forward__batch="first of the epoch")
     then = update(forward__generators=("global", "torch", "t1"))
-    d = diagnose(first, restores, then=then)
-    assert d is not None and d.lost == ("data",) and "the batch differs, and the process-wide torch" in d.explanation
+    before = {o.AFTER: {o.GENERATORS: copy.deepcopy(GENERATORS)}}
+    continuous = observed({5: before, 6: then})
+
+    def said(rows_same: bool | None):
+        return first_update.diagnose(continuous, observed({1: first}, restores), 5, PARTS, rows_same)
+
+    other_rows = said(False)  # the histories say update 6 consumed other rows: the position
+    assert other_rows is not None and other_rows.lost == ("data",)
+    assert "the batch differs, and the process-wide torch generator was drawn from" in other_rows.explanation
+    masks = said(True)  # the same rows, masked or augmented otherwise: the generator drawn from before its use
+    assert masks is not None and masks.lost == ("rng-torch",) and "then drawn from" in masks.explanation
+    assert said(None).lost == ()  # no history to tell: neither is named
