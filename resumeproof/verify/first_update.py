@@ -56,7 +56,8 @@ class Update:
 @dataclass(frozen=True)
 class Found:
     said: str  # what differs and how, as a clause: "GradScaler scale 65536.0 vs 2097152.0"
-    concept: str | None  # the part it is state of, in the protocol's words; the trainer's name is looked up
+    concept: str | tuple[str, ...] | None  # the part(s) it is state of, in the protocol's words; the trainer's names
+    # are looked up
     why: str = ""  # what it means, where that says more
 
 
@@ -166,17 +167,41 @@ def _groups(u: Update) -> Found | None:
 
 
 def _generators(moment: str, when: str) -> Callable[[Update], Found | None]:
+    """Every generator that is evidence and differs at this moment: the first one's finding, naming each that
+    differs the same way (a resume without its random state loses them all)."""
+
     def check(u: Update) -> Found | None:
         a, b = (value or {} for value in u.pair(moment, o.GENERATORS))
         used = _used(u)
-        for group in (o.KIT, o.GLOBAL):
-            for name in a.get(group, {}):
-                mine = b.get(group, {}).get(name)
-                if (group, name) in used and a[group][name] != mine:
-                    return _generator(u, group, name, when, mine)
-        return None
+        found = [
+            _generator(u, group, name, when, b.get(group, {}).get(name))
+            for group in (o.KIT, o.GLOBAL)
+            for name in a.get(group, {})
+            if (group, name) in used and a[group][name] != b.get(group, {}).get(name)
+        ]
+        if not found:
+            return None
+        first = found[0]
+        alike = [g for g in found if (g.owner, g.what, g.part is None) == (first.owner, first.what, first.part is None)]
+        names = ", ".join(g.name for g in alike)
+        many = len(alike) > 1
+        what = first.what.replace("was ", "were ", 1) if many else first.what
+        said = f"{first.owner} {names} generator{'s' if many else ''}, {when}, {what}"
+        parts = tuple(dict.fromkeys(g.part for g in alike if g.part))
+        return Found(said, parts or None, first.why)
 
     return check
+
+
+@dataclass(frozen=True)
+class _Generator:
+    """What one generator's state entering the first resumed update says."""
+
+    owner: str  # "the process-wide" or "the trainer's"
+    name: str
+    what: str  # "was not restored", ...
+    part: str | None  # the part it points to, in the protocol's words (an rng part, or the data position)
+    why: str = ""
 
 
 def _used(u: Update) -> set[tuple[str, str]]:
@@ -192,34 +217,38 @@ def _used(u: Update) -> set[tuple[str, str]]:
     return {key for key, values in seen.items() if len(values) > 1 or key[0] == o.KIT}
 
 
-def _generator(u: Update, group: str, name: str, when: str, mine: str | None) -> Found:
-    """A generator in another state than the continuous run's: not restored; restored and then drawn from before
-    its first use; or restored right and not drawn from as the continuous update was (what decides the draws)."""
+def _generator(u: Update, group: str, name: str, when: str, mine: str | None) -> _Generator:
+    """A generator in another state than the continuous run's, entering the update: not restored; set to another
+    state; restored and then drawn from before its first use; or in the right state and not drawn from as in the
+    continuous update. The histories' rows tell the data position (other rows) from the generator's own use."""
     right = u.get("before", o.AFTER, o.GENERATORS) or u.get("then", o.START, o.GENERATORS) or {}
     expected = right.get(group, {}).get(name)
     restores = [r for r in u.restores if (r.get("group"), r.get("generator"), r.get("before")) == (group, name, 1)]
     owner = "the process-wide" if group == o.GLOBAL else "the trainer's"
-    generator = f"{owner} {name} generator"
-    which = f"{generator}, {when},"
-    if expected is not None and mine == expected:
-        why = (
-            "it entered the update in the continuous run's state and was not drawn from as there: what decides the "
-            "draws (the data position: an epoch's start, a cursor) was not restored"
-        )
-        return Found(f"{which} was not drawn from as in the continuous run", DATA, why)
+    batch = u.pair(o.FORWARD, o.BATCH)
+    position = None if u.unseen else DATA  # another position, unless an unseen generator could have drawn it
+    if expected is not None and mine == expected:  # the right state, and the update's draws were not taken from it
+        if u.rows_same is False:
+            why = "what decides the draws (the data position: an epoch's start, a cursor) was not restored"
+            return _Generator(owner, name, "was not drawn from as in the continuous run", position, why)
+        if u.rows_same and batch[0] != batch[1]:
+            why = "the batch's draws (augmentation) came before the restore: restore it before the first batch"
+            return _Generator(owner, name, "was restored after the batch drew from it", rng_part(name), why)
+        return _Generator(owner, name, "was not drawn from as in the continuous run", None)
     if expected is not None and restores and restores[-1].get("digest") == expected:
-        batch = u.pair(o.FORWARD, o.BATCH)
         if when == BEFORE_FORWARD and batch[0] != batch[1] and u.rows_same is not True:  # other rows, or unknown
             why = "the data pipeline started again elsewhere (an iterator rebuilt at another position drew from it)"
-            said = f"the batch differs, and {generator} was drawn from between its restore and the first update"
-            return Found(said, DATA if u.rows_same is False and not u.unseen else None, why)
+            what = "was drawn from between its restore and the update, and the batch differs"
+            return _Generator(owner, name, what, position if u.rows_same is False else None, why)
         why = (
             "something drew from it between the restore and its first use (e.g. a DataLoader iterator created "
             "after the restore draws its base seed from it): restore it last, right before the loop"
         )
-        return Found(f"{which} was restored to the continuous run's state, then drawn from", rng_part(name), why)
-    said = "was restored to another state than the continuous run's" if restores else "was not restored"
-    return Found(f"{which} {said}", rng_part(name), "")
+        return _Generator(
+            owner, name, "was restored to the continuous run's state, then drawn from", rng_part(name), why
+        )
+    what = "was set to another state than the continuous run's (seeded or restored)" if restores else "was not restored"
+    return _Generator(owner, name, what, rng_part(name))
 
 
 def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: int) -> int | None:
@@ -234,14 +263,15 @@ def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: i
 def _diagnosis(
     found: Found, same: list[str], rank: int | None, owner: int | None, k: int, named: Callable[[str], str | None]
 ) -> Diagnosis:
-    part = named(found.concept) if found.concept else None
+    concepts = (found.concept,) if isinstance(found.concept, str) else found.concept or ()
+    parts = tuple(dict.fromkeys(p for p in (named(c) for c in concepts) if p))
     said = f"rank {rank} received rank {owner}'s batch" if owner is not None else found.said
     clauses = [f"same {label}" for label in same] + [said]
     explanation = (
         ("" if rank is None else f"rank {rank}: ") + ", ".join(clauses) + (f": {found.why}" if found.why else "")
     )
     evidence = f"observer records of update {k + 1} and the first resumed one"
-    return Diagnosis(lost=(part,) if part else (), rule=RULE, step=k + 1, evidence=evidence, explanation=explanation)
+    return Diagnosis(lost=parts, rule=RULE, step=k + 1, evidence=evidence, explanation=explanation)
 
 
 _GRADIENTS = "the same loss gives other gradients: a gradient accumulated before the update was not restored"

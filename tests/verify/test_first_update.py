@@ -50,10 +50,10 @@ def observed(updates: dict[int, dict], restores: list | None = None, rank: int |
     return {rank: o.Observation(rank=rank, updates=updates, restores=restores or [])}
 
 
-def diagnose(first: dict, restores: list | None = None, then: dict | None = None, parts: tuple = PARTS):
+def diagnose(first: dict, restores: list | None = None, then: dict | None = None, parts: tuple = PARTS, rows=None):
     before = {o.AFTER: {o.GENERATORS: copy.deepcopy(GENERATORS)}}
     continuous = observed({5: before, 6: then or update()})
-    return first_update.diagnose(continuous, observed({1: first}, restores), 5, parts)
+    return first_update.diagnose(continuous, observed({1: first}, restores), 5, parts, rows)
 
 
 def test_the_same_first_update_names_nothing():
@@ -79,7 +79,7 @@ def test_a_generator_restored_right_and_then_drawn_from_is_told_apart():
     assert "was restored to the continuous run's state, then drawn from" in d.explanation
     assert "restore it last" in d.explanation
     wrong = diagnose(first, [{**restores[0], "digest": "t7"}])
-    assert wrong is not None and "was restored to another state" in wrong.explanation
+    assert wrong is not None and "was set to another state than the continuous run's" in wrong.explanation
 
 
 def test_a_lost_gradscaler_is_named_with_the_same_batch_and_loss_before_it_where_the_step_is_skipped_too():
@@ -171,8 +171,13 @@ def test_a_generator_restored_right_and_not_drawn_from_as_in_the_continuous_upda
     """An epoch's permutation drawn at update k+1 in the continuous run and not in the resumed one (its position
     said "the next epoch has started"): the generator is right, the data position is not."""
     restores = [{"group": "kit", "generator": "numpy", "digest": "n0", "before": 1}]
-    d = diagnose(update(forward__generators=("kit", "numpy", "n0")), restores)
+    first = update(forward__generators=("kit", "numpy", "n0"), forward__batch="another")
+    d = diagnose(first, restores, rows=False)  # the histories: other rows
     assert d is not None and d.lost == ("data",) and "was not drawn from as in the continuous run" in d.explanation
+    late = diagnose(first, restores, rows=True)  # the same rows, augmented otherwise: the draws came before the restore
+    assert late is not None and late.lost == ("rng-numpy",)
+    assert "was restored after the batch drew from it" in late.explanation
+    assert diagnose(first, restores).lost == ()  # no history to tell them apart
 
 
 def test_a_generator_restored_then_drawn_from_while_the_batch_differs_names_the_data_position():
@@ -189,7 +194,17 @@ def test_a_generator_restored_then_drawn_from_while_the_batch_differs_names_the_
 
     other_rows = said(False)  # the histories say update 6 consumed other rows: the position
     assert other_rows is not None and other_rows.lost == ("data",)
-    assert "the batch differs, and the process-wide torch generator was drawn from" in other_rows.explanation
+    assert "the process-wide torch generator, drawn before the forward pass, was drawn from between its restore" in (
+        other_rows.explanation
+    )
     masks = said(True)  # the same rows, masked or augmented otherwise: the generator drawn from before its use
     assert masks is not None and masks.lost == ("rng-torch",) and "then drawn from" in masks.explanation
     assert said(None).lost == ()  # no history to tell: neither is named
+
+
+def test_every_generator_not_restored_is_named_where_all_of_them_were_lost():
+    first = update(forward__generators=("kit", "numpy", "x"))
+    first[o.FORWARD][o.GENERATORS][o.KIT]["torch"] = "y"
+    d = diagnose(first)
+    assert d is not None and d.lost == ("rng-numpy", "rng-torch")
+    assert "the trainer's numpy, torch generators, drawn before the forward pass, were not restored" in d.explanation
