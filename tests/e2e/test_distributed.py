@@ -99,7 +99,7 @@ def test_a_part_lost_on_the_ranks_other_than_0_alone_is_named_from_their_first_r
         "fault-other-ranks.data.rank-0.json",
         "fault-other-ranks.data.rank-1.json",
     ]
-    for part, said in (("other-ranks.data", "the batch differs"), ("other-ranks.rng", "was not restored")):
+    for part, said in (("other-ranks.data", "the batch differs"), ("other-ranks.rng", "not restored")):
         diagnosis = doc["faults"][part]["diagnosis"]
         assert (diagnosis["parts"], diagnosis["rule"], diagnosis["step"]) == ([part], "first-update", 3), part
         assert diagnosis["explanation"].startswith("rank 1: ") and said in diagnosis["explanation"], diagnosis
