@@ -3,17 +3,32 @@ that it resumes exactly; exit 0 passed, 1 a comparison failed, 2 could not compl
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 
 from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, debug_option, parsed, prog
-from resumeproof.common import protocol
+from resumeproof.common import observation, protocol
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
 from resumeproof.verify import settings
 from resumeproof.verify.points import EPOCHS
 from resumeproof.verify.result import Verification
-from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
+from resumeproof.verify.settings import ALL, DEFAULT_POINT, Allowances, Settings, SettingsError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from resumeproof.verify.observed import ObservedSettings
+
+COMMAND_LINE = ParameterSource.COMMANDLINE
+# What a protocol verification has and `--observe` does not: judged from digests, bit for bit, with no summary.
+NOT_OBSERVED = (
+    "atol", "segments", "check_cadence", "repeat", "no_observe", "plot", "allow_unsafe_pickle", "allow_opaque",
+    "torch_load",
+)  # fmt: skip
 
 
 @click.command(name="verify", context_settings=CONTEXT)
@@ -67,6 +82,25 @@ from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
     is_flag=True,
     help="Do not watch the trainer's processes (no first-update evidence): judge from the summaries alone.",
 )
+@click.option(
+    "--observe",
+    is_flag=True,
+    help="Verify an unmodified script from the observer's records: no protocol flag, placeholders {run} {steps} "
+    "{checkpoint} in the commands (docs/observe.md).",
+)
+@click.option(
+    "--checkpoint",
+    metavar="PATTERN",
+    help="With --observe: the interrupted run's checkpoint, e.g. '{run}/ckpt_{step}.pt' (a directory is fine).",
+)
+@click.option(
+    "--stop",
+    type=click.Choice(observation.STOPS),
+    default=observation.EXIT,
+    show_default=True,
+    help="With --observe: end the interrupted run just before update k+1's step (exit), or SIGTERM it after "
+    "update k and let its handler save (sigterm).",
+)
 @click.option("--plot", is_flag=True, help="Write DIR/verification.png (needs the 'plot' extra: matplotlib).")
 @click.option(
     "--allow-unsafe-pickle",
@@ -108,6 +142,9 @@ def run_verify(
     check_cadence,
     repeat,
     no_observe,
+    observe,
+    checkpoint,
+    stop,
     plot,
     allow_unsafe_pickle,
     allow_opaque,
@@ -117,7 +154,21 @@ def run_verify(
     debug,
 ) -> None:
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
-    from resumeproof.verify import terminal
+
+    if observe:
+        from resumeproof.verify import observed_verification
+
+        ctx = click.get_current_context()
+        given = [f"--{n.replace('_', '-')}" for n in NOT_OBSERVED if ctx.get_parameter_source(n) is COMMAND_LINE]
+        if given or interrupt_at == EPOCHS:
+            said = given[0] if given else f"--interrupt-at {EPOCHS}"
+            raise click.UsageError(f"{said} does not apply with --observe (docs/observe.md)")
+        watched = parsed(
+            lambda: _observed(
+                output, steps, interrupt_at, train_cmd, resume_cmd, checkpoint, stop, faults, jobs, timeout
+            )
+        )
+        _finish(debug, junit_xml, summary_md, output, train_cmd, lambda out: observed_verification.verify(watched, out))
     from resumeproof.verify.plot import INSTALL, available
     from resumeproof.verify.verification import verify
 
@@ -144,16 +195,74 @@ def run_verify(
     )
     if plot and not available():
         raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
+    _finish(debug, junit_xml, summary_md, output, train_cmd, lambda out: verify(asked, out))
+
+
+def _finish(
+    debug: bool,
+    junit_xml: Path | None,
+    summary_md: Path | None,
+    output: Path,
+    train_cmd: str,
+    run: Callable[["Console"], Verification],
+) -> None:
+    """Run one verification, write the CI reports (also when nothing could run), print it, exit with its code."""
+    from resumeproof.verify import terminal
+
     out = terminal.console()
     with exit_on_error(prog(), debug):
         try:
-            result = verify(asked, out)
+            result = run(out)
         except ResumeproofError as err:  # nothing was run: the CI reports still say why
             _ci_reports(junit_xml, summary_md, Verification(error=one_line(err), train_cmd=train_cmd), output)
             raise
         _ci_reports(junit_xml, summary_md, result, output)
     terminal.print_report(out, result)
     sys.exit(EXIT_ERROR if result.error else EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
+
+
+def _observed(
+    output: Path,
+    steps: int,
+    interrupt_at: str,
+    train_cmd: str,
+    resume_cmd: str | None,
+    checkpoint: str | None,
+    stop: str,
+    faults: str | None,
+    jobs: int,
+    timeout: float,
+) -> "ObservedSettings":
+    from resumeproof.verify.observed import ObservedSettings, check_templates
+
+    if checkpoint is None or resume_cmd is None:
+        raise SettingsError("--checkpoint" if checkpoint is None else "--resume-cmd", "is required with --observe")
+    try:
+        check_templates(train_cmd, resume_cmd, checkpoint)
+    except ResumeproofError as err:
+        raise SettingsError(str(err).split(" ", 1)[0], str(err).split(" ", 1)[1]) from None
+    parts = (
+        observation.BLOCKABLE
+        if faults == ALL
+        else tuple(dict.fromkeys(p.strip() for p in (faults or "").split(",") if p.strip()))
+    )
+    unknown = [p for p in parts if p not in observation.BLOCKABLE]
+    if unknown:
+        raise SettingsError(
+            "--faults", f"{unknown[0]!r}: with --observe, all or among {', '.join(observation.BLOCKABLE)}"
+        )
+    return ObservedSettings(
+        output=output,
+        steps=steps,
+        points=settings.parse_points(interrupt_at, steps),
+        train_cmd=train_cmd,
+        resume_cmd=resume_cmd,
+        checkpoint=checkpoint,
+        stop=stop,
+        faults=parts,
+        jobs=jobs,
+        timeout=timeout,
+    )
 
 
 def _ci_reports(junit_xml: Path | None, summary_md: Path | None, result: "Verification", output: Path) -> None:

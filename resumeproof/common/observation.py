@@ -6,7 +6,7 @@ torchrun group adds its own) and `UPDATES_ENV` the updates of the process to rec
 process. The observer (resumeproof/observe/) writes one JSON document, atomically, after each recorded update:
 
     {"format": "resumeproof-observation/1", "rank": 0, "updates": {"6": UPDATE, ...}, "restores": [...],
-     "failed": null}
+     "completed": 10, "stopped": null, "blocked": [], "failed": null}
 
 An UPDATE holds, in the order the update consumes them, digests (sha256 of the exact bytes) and a few numbers:
 `start` (the generators' states right after the previous update; the process's first update has none),
@@ -15,7 +15,10 @@ and buffers), `loss` (the loss handed to backward, unscaled where a GradScaler s
 the optimizer's step: its state and every param group's hyper-parameters, every LR scheduler and GradScaler),
 `after` (right after the step: the generators, the gradients the step used, the parameters). `restores` lists
 every generator restore (`torch.set_rng_state`, `numpy.random.set_state`, `random.setstate`, the kit's
-`Generators.restore`, ...) with the state's digest and the update it came before.
+`Generators.restore`, ...) with the state's digest and the update it came before. `completed` counts the updates
+the process finished; `stopped` is K where STOP_ENV asked the observer to end the process after update K (the
+record of update K+1 then holds its inputs up to the step it never took); `blocked` lists the restores BLOCK_ENV
+turned into no-ops that the trainer called. The document is written again when the process exits.
 
 This module is loaded by its path inside trainers that may not have this package installed (the observer's
 `sitecustomize`): it imports the standard library only.
@@ -29,7 +32,9 @@ from typing import Any
 
 FORMAT = "resumeproof-observation/1"
 OBSERVE_ENV = "RESUMEPROOF_OBSERVE"  # the record file, without its suffix
-UPDATES_ENV = "RESUMEPROOF_OBSERVE_UPDATES"  # "1,6,10": the process's updates to record
+UPDATES_ENV = "RESUMEPROOF_OBSERVE_UPDATES"  # "1,6,10" or "1-12": the process's updates to record
+STOP_ENV = "RESUMEPROOF_OBSERVE_STOP"  # "exit:K" or "sigterm:K": end the process after its update K
+BLOCK_ENV = "RESUMEPROOF_OBSERVE_BLOCK"  # "rng" or a fault's part: the restores the observer turns into no-ops
 SITE = Path(__file__).resolve().parents[1] / "observe" / "site"  # the directory whose sitecustomize injects it
 SUFFIX = ".json"
 
@@ -41,6 +46,14 @@ GENERATORS, BATCH, MODEL, GRADS = "generators", "batch", "model", "grads"
 OPTIMIZER, GROUPS, SCHEDULERS, SCALERS, PARAMS = "optimizer", "groups", "schedulers", "scalers", "params"
 VALUE, DIGEST, SCALE = "value", "digest", "scale"
 GLOBAL, KIT = "global", "kit"  # generators: the process-wide ones by their own names, a trainer's own by its names
+# How the observer ends an interrupted run (`--stop`): just before update K+1's optimizer step, after whatever the
+# trainer does at the end of update K (its save); or with SIGTERM right after update K, as a preemption does.
+EXIT, SIGTERM = "exit", "sigterm"
+STOPS = (EXIT, SIGTERM)
+# What the observer can block (BLOCK_ENV): the generators' setters (the negative control), or one part's
+# `load_state_dict` (a fault), each made a no-op that answers its caller as the real one would.
+RNG_SETTERS = "rng"
+BLOCKABLE = ("model", "optimizer", "scheduler", "scaler")  # the protocol's part names (common/protocol.py)
 
 
 def record_file(base: str | Path, rank: int | None) -> Path:
@@ -49,18 +62,49 @@ def record_file(base: str | Path, rank: int | None) -> Path:
 
 
 def updates_wanted(text: str | None) -> frozenset[int]:
-    """The updates `UPDATES_ENV` names; none when it is absent or unreadable (the observer then records nothing)."""
+    """The updates `UPDATES_ENV` names ("1,6,10", "1-12" or both); none when it is absent or unreadable (the
+    observer then records nothing)."""
+    wanted: set[int] = set()
     try:
-        return frozenset(int(part) for part in (text or "").split(",") if part.strip())
+        for part in (text or "").split(","):
+            first, _, last = part.strip().partition("-")
+            if first:
+                wanted |= set(range(int(first), int(last or first) + 1))
     except ValueError:
         return frozenset()
+    return frozenset(wanted)
 
 
-def environment(base: dict[str, str], record: Path, updates: set[int] | frozenset[int]) -> dict[str, str]:
-    """`base` with the observer injected: its sitecustomize first on PYTHONPATH, where to write, what to record."""
+def stop_asked(text: str | None) -> tuple[str, int] | None:
+    """`STOP_ENV` read: (how, K), or None when absent or unreadable (the observer then stops nothing)."""
+    how, _, k = (text or "").partition(":")
+    return (how, int(k)) if how in STOPS and k.isdigit() and int(k) >= 1 else None
+
+
+def blocks_asked(text: str | None) -> frozenset[str]:
+    """`BLOCK_ENV` read: what to block, among RNG_SETTERS and BLOCKABLE (anything else is ignored)."""
+    return frozenset(part.strip() for part in (text or "").split(",") if part.strip() in (RNG_SETTERS, *BLOCKABLE))
+
+
+def environment(
+    base: dict[str, str],
+    record: Path,
+    updates: set[int] | frozenset[int] | str,
+    stop: tuple[str, int] | None = None,
+    block: tuple[str, ...] = (),
+) -> dict[str, str]:
+    """`base` with the observer injected: its sitecustomize first on PYTHONPATH, where to write, what to record
+    (a set of updates, or UPDATES_ENV's text), and where asked, when to stop the process and what to block."""
     path = [str(SITE), *([base["PYTHONPATH"]] if base.get("PYTHONPATH") else [])]
-    wanted = ",".join(str(n) for n in sorted(updates))
-    return {**base, "PYTHONPATH": os.pathsep.join(path), OBSERVE_ENV: str(record), UPDATES_ENV: wanted}
+    wanted = updates if isinstance(updates, str) else ",".join(str(n) for n in sorted(updates))
+    env = {**base, "PYTHONPATH": os.pathsep.join(path), OBSERVE_ENV: str(record), UPDATES_ENV: wanted}
+    for inherited in (STOP_ENV, BLOCK_ENV):  # never from the verifier's own environment
+        env.pop(inherited, None)
+    if stop is not None:
+        env[STOP_ENV] = f"{stop[0]}:{stop[1]}"
+    if block:
+        env[BLOCK_ENV] = ",".join(block)
+    return env
 
 
 @dataclass(frozen=True)
@@ -71,6 +115,9 @@ class Observation:
     updates: dict[int, dict[str, Any]]  # update of the process -> moment -> what it holds
     restores: list[dict[str, Any]] = field(default_factory=list)
     failed: str | None = None  # why the observer stopped recording, if it did
+    completed: int | None = None  # the updates the process finished, when it wrote that down
+    stopped: int | None = None  # the update after which the observer ended the process (STOP_ENV), if it did
+    blocked: tuple[str, ...] = ()  # what the process tried to restore that the observer blocked (BLOCK_ENV)
 
     def at(self, update: int) -> dict[str, Any] | None:
         return self.updates.get(update)
@@ -100,11 +147,14 @@ def read(path: Path) -> Observation | None:
         numbered = {int(n): moments for n, moments in updates.items() if isinstance(moments, dict)}
     except ValueError:
         return None
-    restores = document.get("restores")
-    rank = document.get("rank")
+    keys = ("restores", "rank", "completed", "stopped", "blocked")
+    restores, rank, completed, stopped, blocked = (document.get(key) for key in keys)
     return Observation(
         rank=rank if isinstance(rank, int) else None,
         updates=numbered,
         restores=restores if isinstance(restores, list) else [],
         failed=document.get("failed") if isinstance(document.get("failed"), str) else None,
+        completed=completed if isinstance(completed, int) else None,
+        stopped=stopped if isinstance(stopped, int) else None,
+        blocked=tuple(b for b in blocked if isinstance(b, str)) if isinstance(blocked, list) else (),
     )

@@ -83,6 +83,7 @@ class CheckKind(StrEnum):
     CHECKPOINT = "checkpoint"  # a checkpoint's fingerprint and weights_only check
     PREFIX = "prefix"  # an interrupted or intermediate history is the continuous run's prefix
     RESUME = "resume"  # a resume is concordant with the continuous run
+    RESTORE = "restore"  # a resume's first update starts from what the interrupted process held (verify --observe)
     NEGATIVE_CONTROL = "negative-control"  # the resume without RNG restore diverges
     FAULT = "fault"  # the resume without one part diverges
     CADENCE = "cadence"  # writing a checkpoint every step changes nothing

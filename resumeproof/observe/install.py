@@ -7,6 +7,7 @@ Every wrapper calls the original first or last exactly as it was called, and kee
 a failure inside the observer stops the recording and is written down, never raised into the trainer.
 """
 
+import atexit
 import contextlib
 import functools
 import random
@@ -26,12 +27,14 @@ Observer = Any
 NUMPY_RANDOM, KIT_GENERATORS = "numpy.random", "resumeproof.kit.generators"  # modules patched once imported
 
 
-def install(names: ModuleType, observer: ModuleType, environ: Mapping[str, str]) -> Observer:
-    """Watch this process as `environ` asks (the verifier's OBSERVE_ENV and UPDATES_ENV); `names` is
-    common/observation.py and `observer` observe/observer.py, as sitecustomize loaded them."""
+def install(names: ModuleType, observer: ModuleType, block: ModuleType, environ: Mapping[str, str]) -> Observer:
+    """Watch this process as `environ` asks (the verifier's OBSERVE_ENV, UPDATES_ENV, STOP_ENV, BLOCK_ENV); `names`
+    is common/observation.py, `observer` observe/observer.py and `block` observe/block.py, as sitecustomize loaded
+    them."""
     wanted = names.updates_wanted(environ.get(names.UPDATES_ENV))
     rank = int(environ["RANK"]) if "RANK" in environ and "WORLD_SIZE" in environ else None
-    o = observer.Observer(names, environ[names.OBSERVE_ENV], wanted, rank)
+    stop = names.stop_asked(environ.get(names.STOP_ENV))
+    o = observer.Observer(names, environ[names.OBSERVE_ENV], wanted, rank, stop)
     torch_module.register_module_forward_pre_hook(guarded(o, o.forward_pre))
     torch_module.register_module_forward_hook(guarded(o, o.forward_post), always_call=True)
     torch_optimizer.register_optimizer_step_pre_hook(guarded(o, o.step_pre))
@@ -40,6 +43,10 @@ def install(names: ModuleType, observer: ModuleType, environ: Mapping[str, str])
     _built(o)
     _torch_restores(o, names)
     _python_restores(o, names)
+    blocks = names.blocks_asked(environ.get(names.BLOCK_ENV))
+    block.install(o, names.RNG_SETTERS in blocks, blocks - {names.RNG_SETTERS})  # over the wrappers: no restore seen
+    o.blocking = (block, names.RNG_SETTERS in blocks)
+    atexit.register(guarded(o, o.write))  # what the process finished, for a trainer stopped by its own handler
     return o
 
 
@@ -48,6 +55,9 @@ def imported(o: Observer, names: ModuleType, name: str, module: ModuleType) -> N
     if name == NUMPY_RANDOM:
         for function in ("set_state", "seed"):
             _after(module, function, guarded(o, lambda *a, **k: o.restored(names.GLOBAL, ["numpy"], _global(o))))
+        block, rng = o.blocking
+        if rng:
+            block.numpy_imported(o, module)
     elif name == KIT_GENERATORS:
         kind = module.Generators
 

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import random
+import signal
 import sys
 import weakref
 from collections.abc import Callable, Iterable
@@ -57,8 +58,20 @@ def _feed(h: Any, value: Any) -> None:
 
 
 class Observer:
-    def __init__(self, names: ModuleType, record: str, wanted: frozenset[int], rank: int | None) -> None:
+    def __init__(
+        self,
+        names: ModuleType,
+        record: str,
+        wanted: frozenset[int],
+        rank: int | None,
+        stop: tuple[str, int] | None = None,
+    ) -> None:
         self.o, self.path, self.wanted, self.rank = names, names.record_file(record, rank), wanted, rank
+        self.stop = stop  # (how, K): end the process after its update K (common/observation.py's STOP_ENV)
+        self.stopped: int | None = None  # K, once the process was ended (or signalled) there
+        self.halting = False  # update K+1's step came before its forward pass (a closure): end at its loss
+        self.blocked: list[str] = []  # the restores observe/block.py turned into no-ops, as they were called
+        self.blocking: tuple[ModuleType | None, bool] = (None, False)  # observe/block.py, and whether rng is blocked
         self.update = 1  # the update in progress, counted in this process
         self.records: dict[int, Record] = {}
         self.restores: list[Record] = []
@@ -136,6 +149,8 @@ class Observer:
         if (now := self.now()) is not None:
             value = tensor.detach().item() if tensor.numel() == 1 else None
             now[self.o.LOSS] = {self.o.VALUE: value, self.o.DIGEST: digest(tensor), self.o.SCALE: scale}
+        if self.halting:
+            self.halt()
 
     def step_pre(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
         if self.first is None:
@@ -144,6 +159,10 @@ class Observer:
             return
         if (now := self.now()) is not None:  # a closure (Lightning, LBFGS) runs the forward pass after this
             now[self.o.STEP] = self.optimizer_state(optimizer)
+        if self.stop is not None and self.stop == (self.o.EXIT, self.update - 1):
+            if self.forwarded:
+                self.halt()
+            self.halting = True  # a closure: its forward pass and loss are still to come
 
     def step_post(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
         if self.first is None or self.first() is not optimizer or self.stepped:
@@ -164,6 +183,10 @@ class Observer:
             grads = digest([p.grad if p.grad is not None else "none" for p in _params(optimizer)])
             now[self.o.AFTER] = {self.o.GENERATORS: self.generators(), self.o.GRADS: grads, self.o.PARAMS: params}
             self.write()
+        if self.stop == (self.o.SIGTERM, self.update):  # a preemption: the trainer's own handler saves and exits
+            self.stopped = self.update
+            self.write()
+            os.kill(os.getpid(), signal.SIGTERM)
         self.update += 1
         self.forwarded = self.lossed = self.stepped = False
         if (then := self.now()) is not None:
@@ -178,8 +201,25 @@ class Observer:
                 {"group": group, "generator": n, "digest": current[n], "before": self.update} for n in found
             ]
 
+    def halt(self) -> None:
+        """End the process just before update K+1's optimizer step: its inputs are recorded (the restore is checked
+        against them), and nothing the trainer does at the end of update K (its save) is cut short."""
+        self.stopped = self.update - 1
+        self.write()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
     def write(self) -> None:
-        document = {"format": self.o.FORMAT, "rank": self.rank, "updates": self.records, "restores": self.restores}
+        document = {
+            "format": self.o.FORMAT,
+            "rank": self.rank,
+            "updates": self.records,
+            "restores": self.restores,
+            "completed": self.update - 1 if not self.stepped else self.update,
+            "stopped": self.stopped,
+            "blocked": self.blocked,
+        }
         temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         temporary.write_text(json.dumps({**document, "failed": self.failed}, allow_nan=True))
         os.replace(temporary, self.path)  # the verifier reads a whole document or none

@@ -115,7 +115,7 @@ class Resume:
     """How far a trajectory that resumed lands from the continuous run."""
 
     verdict: str  # CONCORDANT or DIVERGENT
-    max_state_deviation: float
+    max_state_deviation: float | None  # None: not known (verify --observe holds digests of the state, not values)
     max_deviation: float
     final_mse: float | None
     mse_deviation: float | None

@@ -86,7 +86,7 @@ class Verification:
         """Every resume that must match does, and every history that must be a prefix is."""
         if self.legacy_positive is not None:
             return self.legacy_positive
-        must_match = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE, CheckKind.CHECKPOINT)
+        must_match = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.RESTORE, CheckKind.CADENCE, CheckKind.CHECKPOINT)
         return self.error is None and all(c.passed for c in self.checks if c.id.kind in must_match)
 
     @property

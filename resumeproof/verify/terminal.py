@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from resumeproof.common import observation
 from resumeproof.common.protocol import CheckKind
 from resumeproof.verify.chaos_result import ChaosResult
 from resumeproof.verify.findings import CONCORDANT, Check, Resume, diagnosed
@@ -102,6 +103,8 @@ def fault_matrix(v: Verification) -> Table:
     title = (
         "fault matrix: resume without PART, caught by (rows, lr, loss: history fields; hist: its length), diagnosed as"
     )
+    if v.protocol == observation.FORMAT:  # verify --observe: what the observer's records hold
+        title = "fault matrix: resume without PART's load_state_dict, caught by, diagnosed as"
     table = Table(title=title, pad_edge=False)
     table.add_column("omitted", no_wrap=True)
     for column in columns:
@@ -133,7 +136,8 @@ def coverage_note(v: Verification) -> str | None:
         ks = ", ".join(map(str, untried))
         return f"not tried: the epoch boundary at k = {ks} (--interrupt-at epochs tries every boundary)"
     if len(v.interrupt_at) == 1:
-        return f"tried k = {v.interrupt_at[0]} only (--interrupt-at epochs or all try more points)"
+        more = "all" if v.protocol == observation.FORMAT else "epochs or all"  # verify --observe reads no epochs
+        return f"tried k = {v.interrupt_at[0]} only (--interrupt-at {more} try more points)"
     return None
 
 
@@ -178,10 +182,16 @@ def verdict_line(v: Verification) -> str:
         return f"[red]NOT DETERMINISTIC:[/] {d.detail}{where}{at}; no part is blamed"
     if v.all_checks_passed:
         extra = f", all {len(v.faults)} faults caught" if v.faults else ""
-        return f"[green]PASSED:[/] every resume concordant, resume without RNG restore divergent{extra}"
+        control = "resume without RNG restore divergent" if v.negative_divergence_detected else _no_control(v)
+        return f"[green]PASSED:[/] every resume concordant, {control}{extra}"
     failed = [c.name for c in v.failed()]
     blind = f" The protocol is blind to: {', '.join(v.blind_to)}." if v.blind_to else ""
     return f"[red]FAILED:[/] {'; '.join(failed)}.{blind}"
+
+
+def _no_control(v: Verification) -> str:
+    """`verify --observe` where blocking the generators' setters could not change the run: what its check says."""
+    return next((c.name for c in v.of_kind(CheckKind.NEGATIVE_CONTROL)), "no negative control")
 
 
 def print_report(out: Console, v: Verification) -> None:

@@ -31,7 +31,9 @@ class Observe:
     """What the observer records in a trajectory's process: where, and which of its updates (counted from 1)."""
 
     record: Path  # without suffix: each rank of a torchrun group adds its own (observation.record_file)
-    updates: frozenset[int]
+    updates: frozenset[int] | str  # counted from 1, or as UPDATES_ENV writes them ("1-12")
+    stop: tuple[str, int] | None = None  # end the process after update K (observation.STOP_ENV)
+    block: tuple[str, ...] = ()  # the restores to make no-ops (observation.BLOCK_ENV)
 
 
 class TrajectoryError(ResumeproofError):
@@ -60,7 +62,8 @@ class Trajectory:
         """Its process's environment: this one's, with the observer injected where it is asked for."""
         if self.observe is None:
             return None
-        return observation.environment(dict(os.environ), self.observe.record, self.observe.updates)
+        watch = self.observe
+        return observation.environment(dict(os.environ), watch.record, watch.updates, watch.stop, watch.block)
 
     def elapsed(self) -> float:
         if self.seconds is not None:
@@ -72,7 +75,7 @@ def run_all(
     trajectories: list[Trajectory],
     jobs: int,
     timeout: float,
-    accept: Callable[[Trajectory], Accepted],
+    accept: Callable[[Trajectory], Accepted | None],
     refresh: Callable[[], None] = lambda: None,
     expand: Callable[[Trajectory], list[Trajectory]] = lambda done: [],
 ) -> None:
@@ -103,7 +106,7 @@ def run_all(
     refresh()
 
 
-def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted]) -> str | None:
+def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted | None]) -> str | None:
     """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
     try:
         t.log.write_bytes(b"")

@@ -40,3 +40,22 @@ def test_it_imports_the_standard_library_alone_so_any_trainer_can_load_it_by_its
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
     assert names and all(name.split(".")[0] in sys.stdlib_module_names for name in names), names
+
+
+def test_updates_read_as_ranges_and_lists_and_nothing_when_unreadable():
+    assert o.updates_wanted("1-3,7") == {1, 2, 3, 7} and o.updates_wanted("5-5") == {5}
+    assert o.updates_wanted("1-x") == set()
+
+
+def test_a_stop_and_blocks_are_read_strictly():
+    assert o.stop_asked("exit:5") == (o.EXIT, 5) and o.stop_asked("sigterm:1") == (o.SIGTERM, 1)
+    assert o.stop_asked("exit:0") is None and o.stop_asked("halt:5") is None and o.stop_asked(None) is None
+    assert o.blocks_asked("rng, optimizer,unknown") == {o.RNG_SETTERS, "optimizer"}
+
+
+def test_a_stop_or_block_is_never_inherited_from_the_verifiers_own_environment():
+    inherited = {o.STOP_ENV: "exit:1", o.BLOCK_ENV: "model"}
+    env = o.environment(inherited, Path("/r"), "1-4")
+    assert o.STOP_ENV not in env and o.BLOCK_ENV not in env and env[o.UPDATES_ENV] == "1-4"
+    env = o.environment({}, Path("/r"), {2}, (o.SIGTERM, 3), ("rng",))
+    assert (env[o.STOP_ENV], env[o.BLOCK_ENV]) == ("sigterm:3", "rng")

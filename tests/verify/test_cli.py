@@ -60,3 +60,20 @@ def test_python_dash_m_resumeproof_is_the_command():
     assert proc.returncode == 0 and proc.stdout == resumeproof("--help").stdout.replace(
         "resumeproof", "python -m resumeproof"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--checkpoint", "{run}/c"), "--resume-cmd"),
+        (("--resume-cmd", "t {run} {steps} {checkpoint}"), "--checkpoint"),
+        (("--resume-cmd", "t {run} {steps} {checkpoint}", "--checkpoint", "{run}/c", "--atol", "0.1"), "--atol"),
+        (("--resume-cmd", "t {run} {steps} {checkpoint}", "--checkpoint", "{run}/c", "--faults", "data"), "'data'"),
+        (("--resume-cmd", "t {run} {steps}", "--checkpoint", "{run}/c"), "lacks {checkpoint}"),
+    ],
+)
+def test_observe_refuses_what_cannot_work_in_one_line_before_running_anything(tmp_path, args, says):
+    out = tmp_path / "v"
+    proc = resumeproof("verify", "--observe", "--output", out, "--train-cmd", "t {run} {steps}", *args)
+    assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not out.exists()

@@ -70,8 +70,9 @@ class _Watcher(importlib.abc.MetaPathFinder):
             if name == "torch" and self.observer is None:
                 names = _load("observation", OBSERVE.parent / "common" / "observation.py")
                 observer = _load("observer", OBSERVE / "observer.py")
+                block = _load("block", OBSERVE / "block.py")
                 self.installer = _load("install", OBSERVE / "install.py")
-                self.names, self.observer = names, self.installer.install(names, observer, os.environ)
+                self.names, self.observer = names, self.installer.install(names, observer, block, os.environ)
                 for early, loaded in self.early.items():
                     self.installer.imported(self.observer, self.names, early, loaded)
             elif self.observer is None:

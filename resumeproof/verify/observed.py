@@ -1,0 +1,170 @@
+"""`resumeproof verify --observe`: verify a training script as it is, from the observer's records alone.
+
+No protocol flag is appended and no summary.json is read. The commands carry placeholders the verifier fills for
+each trajectory: `{run}` a directory of its own that does not exist yet, `{steps}` the continuous run's N (the
+same in every process: the run length decides schedules, so the observer stops the interrupted run, never its
+flags), `{checkpoint}` the interrupted run's checkpoint, from `--checkpoint` (`{run}` there is the interrupted
+run's directory, `{step}` its last completed update). Every process is watched (resumeproof/observe/): the
+continuous run and its repeat record every update, an interrupted run is ended by the observer after update k,
+every resume records every update it runs, the negative control has the generators' setters blocked, and each
+fault one part's `load_state_dict`. verify/observed_judge.py compares the records.
+"""
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from resumeproof.common import observation
+from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG
+from resumeproof.verify.plan import OBSERVED, point_names
+from resumeproof.verify.trajectories import Observe, Trajectory, TrajectoryError
+
+RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"  # the placeholders
+
+
+class ObservedError(ResumeproofError):
+    """The commands or the checkpoint pattern of `--observe` cannot work as given."""
+
+
+@dataclass(frozen=True)
+class ObservedSettings:
+    output: Path
+    steps: int  # N: the continuous run's updates, `{steps}` in every command
+    points: tuple[int, ...]  # the interruption points k, the primary first
+    train_cmd: str
+    resume_cmd: str
+    checkpoint: str  # the pattern of the interrupted run's checkpoint: `{run}` and `{step}`
+    stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
+    faults: tuple[str, ...] = ()  # parts whose `load_state_dict` a resume has blocked (observation.BLOCKABLE)
+    jobs: int = 1
+    timeout: float = 600.0
+
+    @property
+    def primary(self) -> int:
+        return self.points[0]
+
+
+def check_templates(train_cmd: str, resume_cmd: str, checkpoint: str) -> None:
+    """Refuse, in one line, commands that cannot give every trajectory its own run or resume from a checkpoint."""
+    needs = (
+        ("--train-cmd", train_cmd, (RUN, STEPS)),
+        ("--resume-cmd", resume_cmd, (RUN, STEPS, CHECKPOINT)),
+        ("--checkpoint", checkpoint, (RUN,)),
+    )
+    for flag, text, placeholders in needs:
+        missing = [p for p in placeholders if p not in text]
+        if missing:
+            raise ObservedError(f"{flag} {text!r} lacks {', '.join(missing)}: {_WHY[missing[0]]}")
+        try:
+            shlex.split(text)
+        except ValueError as err:
+            raise ObservedError(f"{flag} {text!r}: {err}") from None
+
+
+_WHY = {
+    RUN: "each process needs a directory of its own",
+    STEPS: "every process must be told the same run length N (the observer stops the interrupted one)",
+    CHECKPOINT: "the resuming process must be told which checkpoint to resume from",
+}
+
+
+def command(template: str, run: Path, steps: int, checkpoint: Path | None = None) -> list[str]:
+    """A command line with its placeholders filled, token by token (a path with spaces stays one argument)."""
+    filled = {RUN: str(run), STEPS: str(steps), CHECKPOINT: str(checkpoint or "")}
+    out = []
+    for token in shlex.split(template):
+        for placeholder, value in filled.items():
+            token = token.replace(placeholder, value)
+        out.append(token)
+    return out
+
+
+def checkpoint_of(s: ObservedSettings, run: Path, step: int) -> Path:
+    return Path(s.checkpoint.replace(RUN, str(run)).replace(STEP, str(step)))
+
+
+def build(s: ObservedSettings) -> list[Trajectory]:
+    """The continuous run, its repeat (determinism before diagnosis), and one interrupted run per point; the
+    resumes follow each interrupted run once its checkpoint is known (`resumes`)."""
+    every = f"1-{s.steps}"
+    plan = [
+        _trajectory(s, name, s.train_cmd, Observe(s.output / OBSERVED / name, every)) for name in (CONTINUOUS, REPEAT)
+    ]
+    for k in s.points:
+        name = point_names(k, k == s.primary)[0]
+        watch = Observe(s.output / OBSERVED / name, f"{k}-{k + 1}", stop=(s.stop, k))
+        plan.append(_trajectory(s, name, s.train_cmd, watch))
+    return plan
+
+
+def resumes(s: ObservedSettings, interrupted: Trajectory, k: int) -> list[Trajectory]:
+    """The resumes from an interrupted run that stopped after update `k`: the full resume, and from the primary
+    point the negative control and one fault per part."""
+    point = next(p for p in s.points if point_names(p, p == s.primary)[0] == interrupted.name)
+    resumed = point_names(point, point == s.primary)[1]
+    runs: list[tuple[str, tuple[str, ...]]] = [(resumed, ())]
+    if point == s.primary:
+        runs += [(RESUMED_NO_RNG, (observation.RNG_SETTERS,))]
+        runs += [(f"{FAULT_PREFIX}{part}", (part,)) for part in s.faults]
+    checkpoint = checkpoint_of(s, interrupted.output, k)
+    out = []
+    for name, block in runs:
+        watch = Observe(s.output / OBSERVED / name, f"1-{max(1, s.steps - k)}", block=block)
+        out.append(_trajectory(s, name, s.resume_cmd, watch, checkpoint, (interrupted.name,)))
+    return out
+
+
+def _trajectory(
+    s: ObservedSettings,
+    name: str,
+    template: str,
+    watch: Observe,
+    checkpoint: Path | None = None,
+    after: Sequence[str] = (),
+) -> Trajectory:
+    argv = command(template, s.output / name, s.steps, checkpoint)
+    log = s.output / "logs" / f"{name}.log"
+    return Trajectory(name, argv, s.output / name, log, tuple(after), observe=watch)
+
+
+def accept(s: ObservedSettings, t: Trajectory) -> None:
+    """What a finished process must have left: the observer's records of it, whole; an interrupted run stopped
+    by the observer after update k, and its checkpoint where `--checkpoint` says."""
+    assert t.observe is not None
+    seen = observation.read_all(t.observe.record)
+    if not seen:
+        raise TrajectoryError(
+            "the observer recorded nothing: the process never stepped a torch optimizer, or its interpreter ignored "
+            "PYTHONPATH (python -I or -E)"
+        )
+    failed = next((o.failed for o in seen.values() if o.failed), None)
+    if failed:
+        raise TrajectoryError(f"the observer could not watch it: {failed}")
+    first = seen[min(seen, key=lambda r: -1 if r is None else r)]
+    if t.observe.stop is not None:
+        k = t.observe.stop[1]
+        if first.stopped is None:
+            raise TrajectoryError(
+                f"it ended after {first.completed} updates, before the observer could stop it after {k}"
+            )
+        step = stopped_at(first)
+        found = checkpoint_of(s, t.output, step)
+        if not found.exists():
+            raise TrajectoryError(f"no checkpoint at {found} after update {step}{_written(s, t.output)}")
+
+
+def stopped_at(seen: observation.Observation) -> int:
+    """The last update an interrupted run completed: K for `exit`; under `sigterm`, whatever its handler let run."""
+    return max(seen.stopped or 0, seen.completed or 0)
+
+
+def _written(s: ObservedSettings, run: Path) -> str:
+    """What the interrupted run did write that the pattern matches at another step, as a hint."""
+    pattern = s.checkpoint.replace(RUN, str(run))
+    if STEP not in pattern:
+        return ""
+    head, _, tail = pattern.partition(STEP)
+    found = sorted(str(p) for p in Path(head).parent.glob(Path(head).name + "*" + tail.split("/")[0]))
+    return f" (it wrote {', '.join(found[:4])}: choose --interrupt-at among their steps)" if found else ""

@@ -1,0 +1,104 @@
+"""`verify --observe` on scripts written with no thought of resumeproof (examples/unmodified/), run exactly as they
+are: a correct resume passes and each bug fails with the part it lost named, two scripts that break the rules
+differently (nanoGPT-style: a checkpoint per step, the global generator, `--stop exit`; a preemptible one: a
+directory per step, a LambdaLR, its own numpy Generator, a SIGTERM handler, `--stop sigterm`). A script that
+differs from itself is reported as such, with a verdict on its restore all the same."""
+
+import shlex
+import sys
+
+import pytest
+
+from tests.helpers import EXAMPLES, verification
+
+pytestmark = pytest.mark.xdist_group("observe-unmodified")
+PY = shlex.quote(sys.executable)
+NANOGPT = (
+    f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'nanogpt_style.py'))} --max-iters {{steps}} --out-dir {{run}}"
+)
+PREEMPTIBLE = f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'preemptible.py'))} --total {{steps}} --dir {{run}}"
+
+
+def observed(tmp_path_factory, name: str, train: str, resume: str, checkpoint: str, *extra: str):
+    args = ["--observe", "--steps", "6", "--interrupt-at", "3", "--jobs", "2"]
+    return verification(
+        tmp_path_factory, name, *args, "--train-cmd", train, "--resume-cmd", resume, "--checkpoint", checkpoint, *extra
+    )
+
+
+def checks(doc: dict, kind: str) -> list[dict]:
+    return [c for c in doc["checks"] if c["kind"] == kind]
+
+
+def test_a_nanogpt_style_script_that_saves_its_generator_resumes_exactly_and_every_fault_is_named(tmp_path_factory):
+    resume = NANOGPT + " --resume {checkpoint}"
+    proc, doc, _ = observed(
+        tmp_path_factory, "nanogpt", NANOGPT, resume, "{run}/ckpt_{step}.pt", "--faults", "optimizer,model"
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [c["passed"] for c in checks(doc, "restore")] == [True]
+    assert doc["negative_divergence_detected"] and doc["determinism"]["deterministic"] is True
+    named = {part: f["diagnosis"]["lost"] for part, f in doc["faults"].items()}
+    assert named == {"optimizer": "optimizer", "model": "model"}
+
+
+def test_nanogpts_own_resume_reseeds_the_generator_and_is_caught_at_its_first_update(tmp_path_factory):
+    train, resume = NANOGPT + " --no-rng-in-checkpoint", NANOGPT + " --resume {checkpoint}"
+    proc, doc, _ = observed(tmp_path_factory, "nanogpt-bug", train, resume, "{run}/ckpt_{step}.pt")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    (restore,) = checks(doc, "restore")
+    assert not restore["passed"] and restore["first_mismatch"] == "generators"
+    assert (restore["diagnosis"]["lost"], restore["diagnosis"]["step"]) == ("rng-torch", 4)
+    assert "lost rng-torch at update 4" in proc.stderr
+
+
+def test_a_preemptible_script_stopped_by_sigterm_resumes_exactly(tmp_path_factory):
+    resume = PREEMPTIBLE + " --from {checkpoint}"
+    extra = ("--stop", "sigterm", "--faults", "scheduler")
+    proc, doc, _ = observed(tmp_path_factory, "preemptible", PREEMPTIBLE, resume, "{run}/step-{step}", *extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert doc["faults"]["scheduler"]["diagnosis"]["lost"] == "scheduler"
+    # It restores no generator through the global setters (its numpy Generator is its own): the control says so.
+    (control,) = checks(doc, "negative-control")
+    assert control["passed"] and "not applicable" in control["name"] and not doc["negative_divergence_detected"]
+
+
+def test_a_preemptible_script_that_builds_its_schedule_again_is_caught_with_the_scheduler_named(tmp_path_factory):
+    resume = PREEMPTIBLE + " --from {checkpoint} --forget-schedule"
+    proc, doc, _ = observed(
+        tmp_path_factory, "preemptible-bug", PREEMPTIBLE, resume, "{run}/step-{step}", "--stop", "sigterm"
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    resumed = doc["comparison"]["resumes"]["resumed"]
+    assert resumed["verdict"] == "divergent" and resumed["diagnosis"]["lost"] == "scheduler"
+
+
+UNSEEDED = """
+import os, sys, torch
+torch.set_num_threads(1)
+run, steps = sys.argv[1], int(sys.argv[2])
+model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))  # unseeded
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+done = 0
+if len(sys.argv) > 3:
+    saved = torch.load(sys.argv[3], weights_only=True)
+    model.load_state_dict(saved["model"]); optimizer.load_state_dict(saved["optimizer"])
+    torch.set_rng_state(saved["rng"]); done = saved["done"]
+os.makedirs(run, exist_ok=True)
+x = torch.linspace(-1, 1, 8).reshape(4, 2)
+for done in range(done + 1, steps + 1):
+    optimizer.zero_grad(); model(x).pow(2).mean().backward(); optimizer.step()
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
+    torch.save({**state, "done": done}, f"{run}/{done}.pt")
+"""
+
+
+def test_a_script_that_differs_from_itself_gets_a_verdict_on_its_restore_and_no_part_is_blamed(tmp_path_factory):
+    script = tmp_path_factory.mktemp("unseeded") / "unseeded.py"
+    script.write_text(UNSEEDED)
+    train = f"{PY} -B {shlex.quote(str(script))} {{run}} {{steps}}"
+    proc, doc, _ = observed(tmp_path_factory, "unseeded", train, train + " {checkpoint}", "{run}/{step}.pt")
+    assert proc.returncode == 1 and "NOT DETERMINISTIC" in proc.stderr, proc.stderr[-3000:]
+    assert doc["determinism"]["deterministic"] is False and doc["comparison"] == {}
+    assert [c["passed"] for c in checks(doc, "restore")] == [True]  # what it restored is what it held
+    assert not any(c.get("diagnosis") for c in doc["checks"])

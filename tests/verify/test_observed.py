@@ -1,0 +1,47 @@
+"""`verify --observe`'s commands and checkpoint pattern: placeholders filled token by token, templates that cannot
+work refused in one line, and a checkpoint that is not where the pattern says answered with what is there."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from resumeproof.common import observation as o
+from resumeproof.verify import observed
+from resumeproof.verify.trajectories import Observe, Trajectory, TrajectoryError
+
+
+def test_placeholders_are_filled_token_by_token_so_a_path_with_spaces_stays_one_argument():
+    argv = observed.command("python t.py --out {run} --n={steps} --from {checkpoint}", Path("/r/my run"), 8, Path("/c"))
+    assert argv == ["python", "t.py", "--out", "/r/my run", "--n=8", "--from", "/c"]
+
+
+@pytest.mark.parametrize(
+    ("train", "resume", "pattern", "says"),
+    [
+        ("t --n {steps}", "t {run} {steps} {checkpoint}", "{run}/c", "--train-cmd 't --n {steps}' lacks {run}"),
+        ("t {run} {steps}", "t {run} {steps}", "{run}/c", "--resume-cmd 't {run} {steps}' lacks {checkpoint}"),
+        ("t {run} {steps}", "t {run} {steps} {checkpoint}", "/c/{step}", "--checkpoint '/c/{step}' lacks {run}"),
+        ("t {run} {steps} 'x", "t {run} {steps} {checkpoint}", "{run}/c", "No closing quotation"),
+    ],
+)
+def test_templates_that_cannot_work_are_refused_naming_what_the_user_typed(train, resume, pattern, says):
+    with pytest.raises(observed.ObservedError, match=says.replace("{", r"\{").replace("}", r"\}")):
+        observed.check_templates(train, resume, pattern)
+
+
+def test_a_run_without_records_or_without_its_checkpoint_is_refused_with_what_it_did_write(tmp_path):
+    run = tmp_path / "interrupted"
+    run.mkdir()
+    for step in (4, 8):
+        (run / f"ckpt_{step}.pt").write_bytes(b"")
+    pattern = "{run}/ckpt_{step}.pt"
+    s = observed.ObservedSettings(tmp_path, 10, (5,), "t {run} {steps}", "t {run} {steps} {checkpoint}", pattern)
+    record = tmp_path / "records"
+    t = Trajectory("interrupted", [], run, tmp_path / "log", observe=Observe(record, "5-6", stop=(o.EXIT, 5)))
+    with pytest.raises(TrajectoryError, match="the observer recorded nothing"):
+        observed.accept(s, t)
+    document = {"format": o.FORMAT, "updates": {}, "completed": 5, "stopped": 5}
+    o.record_file(record, None).write_text(json.dumps(document))
+    with pytest.raises(TrajectoryError, match=r"no checkpoint at .*ckpt_5.pt after update 5 \(it wrote .*ckpt_4.pt"):
+        observed.accept(s, t)
