@@ -14,6 +14,7 @@ from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, debug_option, par
 from resumeproof.common import observation, protocol
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
 from resumeproof.verify import settings
+from resumeproof.verify.observed import PRESETS, with_preset
 from resumeproof.verify.points import EPOCHS
 from resumeproof.verify.result import Verification
 from resumeproof.verify.settings import ALL, DEFAULT_POINT, Allowances, Settings, SettingsError
@@ -94,6 +95,12 @@ NOT_OBSERVED = (
     help="With --observe: the interrupted run's checkpoint, e.g. '{run}/ckpt_{step}.pt' (a directory is fine).",
 )
 @click.option(
+    "--preset",
+    type=click.Choice(sorted(PRESETS)),
+    help="With --observe: the flags a framework's script takes (transformers: a Trainer script's "
+    "--max_steps, --save_steps, --output_dir, --resume_from_checkpoint, checkpoint-N).",
+)
+@click.option(
     "--stop",
     type=click.Choice(observation.STOPS),
     default=observation.EXIT,
@@ -144,6 +151,7 @@ def run_verify(
     no_observe,
     observe,
     checkpoint,
+    preset,
     stop,
     plot,
     allow_unsafe_pickle,
@@ -158,11 +166,11 @@ def run_verify(
     if observe:
         from resumeproof.verify import observed_verification
 
-        ctx = click.get_current_context()
-        given = [f"--{n.replace('_', '-')}" for n in NOT_OBSERVED if ctx.get_parameter_source(n) is COMMAND_LINE]
+        given = [f"--{n.replace('_', '-')}" for n in NOT_OBSERVED if ctx_source(n) is COMMAND_LINE]
         if given or interrupt_at == EPOCHS:
             said = given[0] if given else f"--interrupt-at {EPOCHS}"
             raise click.UsageError(f"{said} does not apply with --observe (docs/observe.md)")
+        train_cmd, resume_cmd, checkpoint = with_preset(preset, train_cmd, resume_cmd, checkpoint)
         watched = parsed(
             lambda: _observed(
                 output, steps, interrupt_at, train_cmd, resume_cmd, checkpoint, stop, faults, jobs, timeout
@@ -172,6 +180,9 @@ def run_verify(
     from resumeproof.verify.plot import INSTALL, available
     from resumeproof.verify.verification import verify
 
+    only = [f"--{n}" for n in ("checkpoint", "preset", "stop") if ctx_source(n) is COMMAND_LINE]
+    if only:
+        raise click.UsageError(f"{only[0]} applies only with --observe (docs/observe.md)")
     asked = parsed(
         lambda: Settings(
             output=output,
@@ -196,6 +207,11 @@ def run_verify(
     if plot and not available():
         raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
     _finish(debug, junit_xml, summary_md, output, train_cmd, lambda out: verify(asked, out))
+
+
+def ctx_source(name: str) -> ParameterSource | None:
+    """Where an option's value came from: the command line, or its default."""
+    return click.get_current_context().get_parameter_source(name)
 
 
 def _finish(

@@ -36,7 +36,7 @@ def install(names: ModuleType, observer: ModuleType, block: ModuleType, environ:
     stop = names.stop_asked(environ.get(names.STOP_ENV))
     o = observer.Observer(names, environ[names.OBSERVE_ENV], wanted, rank, stop)
     torch_module.register_module_forward_pre_hook(guarded(o, o.forward_pre))
-    torch_module.register_module_forward_hook(guarded(o, o.forward_post), always_call=True)
+    torch_module.register_module_forward_hook(guarded(o, o.forward_post), always_call=True, with_kwargs=True)
     torch_optimizer.register_optimizer_step_pre_hook(guarded(o, o.step_pre))
     torch_optimizer.register_optimizer_step_post_hook(guarded(o, o.step_post))
     _losses(o)

@@ -69,6 +69,7 @@ class Observer:
         self.o, self.path, self.wanted, self.rank = names, names.record_file(record, rank), wanted, rank
         self.stop = stop  # (how, K): end the process after its update K (common/observation.py's STOP_ENV)
         self.stopped: int | None = None  # K, once the process was ended (or signalled) there
+        self.batch_pending = False  # the update's first forward pass started: its batch is read when it ends
         self.halting = False  # update K+1's step came before its forward pass (a closure): end at its loss
         self.blocked: list[str] = []  # the restores observe/block.py turned into no-ops, as they were called
         self.blocking: tuple[ModuleType | None, bool] = (None, False)  # observe/block.py, and whether rng is blocked
@@ -134,13 +135,19 @@ class Observer:
         if self.depth == 0 and not self.forwarded and module.training and torch.is_grad_enabled():
             self.forwarded, self.root = True, weakref.ref(module)
             if (now := self.now()) is not None:
-                batch = [a for a in args if isinstance(a, torch.Tensor)]
-                moment = {self.o.GENERATORS: self.generators(), self.o.BATCH: digest(batch), self.o.MODEL: self.model()}
-                now[self.o.FORWARD] = moment
+                now[self.o.FORWARD] = {self.o.GENERATORS: self.generators(), self.o.MODEL: self.model()}
+                self.batch_pending = True
         self.depth += 1
 
-    def forward_post(self, module: torch.nn.Module, args: tuple, output: Any) -> None:
+    def forward_post(self, module: torch.nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
+        # The batch is read here, where torch's global hooks also give the keyword arguments (`model(**batch)`, as
+        # the transformers Trainer calls it); a forward pass leaves its inputs as they were.
         self.depth = max(0, self.depth - 1)
+        if self.depth == 0 and self.batch_pending and self.root is not None and self.root() is module:
+            self.batch_pending = False
+            if (now := self.now()) is not None and self.o.FORWARD in now:
+                named = [kwargs[key] for key in sorted(kwargs) if isinstance(kwargs[key], torch.Tensor)]
+                now[self.o.FORWARD][self.o.BATCH] = digest([a for a in args if isinstance(a, torch.Tensor)] + named)
 
     def loss(self, tensor: Any, scale: float | None = None) -> None:
         if self.lossed or not isinstance(tensor, torch.Tensor):

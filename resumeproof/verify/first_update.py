@@ -43,6 +43,7 @@ class Update:
     restores: list[dict[str, Any]] = field(default_factory=list)  # the resumed run's generator restores
     unseen: tuple[str, ...] = ()  # declared generator parts the observer cannot see (a trainer's torch.Generator)
     rows_same: bool | None = None  # the history's rows of update k+1 agree (the summaries say it), None: unknown
+    replayed: int | None = None  # the continuous update whose batch the first resumed update received instead
 
     def get(self, which: str, moment: str, key: str) -> Any:
         found = getattr(self, which).get(moment) or {}
@@ -75,7 +76,9 @@ def diagnose(
         if then is None or first is None:
             return None
         before, restores = continuous[rank].at(k) or {}, resumed[rank].restores
-        updates[rank] = Update(before, then, first, restores, _unseen(then, parts), rows_same)
+        replayed = _replayed(continuous[rank], first, k)
+        rows = rows_same if rows_same is not None or replayed is None else False  # another update's rows
+        updates[rank] = Update(before, then, first, restores, _unseen(then, parts), rows, replayed)
     same: list[str] = []
     for label, check in CHECKS:
         found = {rank: f for rank, update in updates.items() if (f := check(update)) is not None}
@@ -119,10 +122,27 @@ def _unseen(then: dict, parts: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(p for p in parts if (name := generator_of(p)) is not None and name not in seen)
 
 
+def _replayed(continuous: o.Observation, first: dict[str, Any], k: int) -> int | None:
+    """The continuous update (other than k+1) whose batch the first resumed update received: where the histories
+    say nothing of the rows, a batch the continuous run took at another update is the data position's evidence
+    (an epoch started again, batches skipped), whatever else differs."""
+    mine = (first.get(o.FORWARD) or {}).get(o.BATCH)
+    then = ((continuous.at(k + 1) or {}).get(o.FORWARD) or {}).get(o.BATCH)
+    if mine is None or mine == then:
+        return None
+    seen = (
+        n for n, u in sorted(continuous.updates.items()) if n != k + 1 and (u.get(o.FORWARD) or {}).get(o.BATCH) == mine
+    )
+    return next(seen, None)
+
+
 def _batch(u: Update) -> Found | None:
     """Another batch names the data position, unless a declared generator the observer cannot see may have drawn
-    it (a DataLoader's own torch.Generator): then the evidence cannot tell which."""
+    it (a DataLoader's own torch.Generator) and it is no batch the continuous run took: then the evidence cannot
+    tell which."""
     found = _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u)
+    if found is not None and u.replayed is not None:
+        return Found(f"the batch differs: it is the continuous run's batch of update {u.replayed}", DATA)
     if found is None or not u.unseen:
         return found
     return Found(found.said, None, f"the data position, or {', '.join(u.unseen)} (unseen by the observer), drew it")
@@ -238,6 +258,8 @@ def _generator(u: Update, group: str, name: str, when: str, mine: str | None) ->
     if expected is not None and restores and restores[-1].get("digest") == expected:
         if when == BEFORE_FORWARD and batch[0] != batch[1] and u.rows_same is not True:  # other rows, or unknown
             why = "the data pipeline started again elsewhere (an iterator rebuilt at another position drew from it)"
+            if u.replayed is not None:
+                why += f": the batch is the continuous run's of update {u.replayed}"
             what = "was drawn from between its restore and the update, and the batch differs"
             return _Generator(owner, name, what, position if u.rows_same is False else None, why)
         why = (

@@ -46,6 +46,37 @@ class ObservedSettings:
         return self.points[0]
 
 
+@dataclass(frozen=True)
+class Preset:
+    """The flags a framework's scripts take, so that `--train-cmd` can be the script as it is run."""
+
+    train: str  # appended to --train-cmd
+    resume: str  # appended to the resume command (--resume-cmd, else --train-cmd), after `train`
+    checkpoint: str  # --checkpoint, unless given
+
+
+PRESETS = {
+    # `TrainingArguments` through HfArgumentParser; the Trainer writes `checkpoint-N` every `save_steps`.
+    "transformers": Preset(
+        train="--max_steps {steps} --save_steps 1 --output_dir {run}",
+        resume="--resume_from_checkpoint {checkpoint}",
+        checkpoint="{run}/checkpoint-{step}",
+    ),
+}
+
+
+def with_preset(
+    name: str | None, train_cmd: str, resume_cmd: str | None, checkpoint: str | None
+) -> tuple[str, str | None, str | None]:
+    """The commands and pattern a preset fills in (the user's own --checkpoint wins)."""
+    if name is None:
+        return train_cmd, resume_cmd, checkpoint
+    preset = PRESETS[name]
+    train = f"{train_cmd} {preset.train}"
+    resume = f"{resume_cmd or train_cmd} {preset.train} {preset.resume}"
+    return train, resume, checkpoint or preset.checkpoint
+
+
 def check_templates(train_cmd: str, resume_cmd: str, checkpoint: str) -> None:
     """Refuse, in one line, commands that cannot give every trajectory its own run or resume from a checkpoint."""
     needs = (

@@ -30,7 +30,10 @@ RESTORED = (  # what an update consumes, as the interrupted process held it just
     (o.STEP, o.SCHEDULERS),
     (o.STEP, o.SCALERS),
 )
-PARTS = (*protocol.standard_parts(("python", "numpy", "torch", "cuda")), protocol.SCALER)  # as a diagnosis names them
+# The parts a diagnosis names, in the protocol's words; CUDA's generator where the records hold it (the observer
+# records it once CUDA is initialized: elsewhere it is not unseen, it does not exist).
+PARTS = (*protocol.standard_parts(("python", "numpy", "torch")), protocol.SCALER)
+CUDA = "cuda"
 LABELS = {(o.LOSS, o.DIGEST): "loss", (o.STEP, o.OPTIMIZER): "optimizer state", (o.AFTER, o.PARAMS): "parameters"}
 NEGATIVE_SETTERS = "torch.set_rng_state, numpy.random.set_state, random.setstate"
 
@@ -75,11 +78,14 @@ def determinism(continuous: Observed, repeat: Observed) -> tuple[Determinism, Ch
     return det, check
 
 
-def restore(interrupted: Observed, resumed: Observed, k: int, name: str) -> Check | None:
+def restore(
+    interrupted: Observed, resumed: Observed, k: int, name: str, continuous: Observed | None = None
+) -> Check | None:
     """The resumed run's first update against what the interrupted process held for its update k+1; None where
     that was not recorded (a run stopped by SIGTERM takes its update k+1 or not, as its handler decides). A global
     generator counts only where the interrupted process drew from it: one nothing draws from differs between any
-    two processes."""
+    two processes. The diagnosis reads the continuous run's whole update k+1 where the run is deterministic (what
+    the update draws shows only once it ran), else the interrupted process's inputs."""
     held = {rank: seen.at(k + 1) for rank, seen in interrupted.items()}
     if not held or any(h is None for h in held.values()):
         return None
@@ -95,7 +101,12 @@ def restore(interrupted: Observed, resumed: Observed, k: int, name: str) -> Chec
             if a != b:
                 differs.append(f"{_label(m, key)}{_rank(rank)}")
     trimmed = {rank: _only(seen, 1, held[rank] or {}) for rank, seen in resumed.items()}
-    why = first_update.diagnose(interrupted, trimmed, k, PARTS) if differs else None
+    if not differs:
+        why = None
+    elif continuous is not None:
+        why = first_update.diagnose(continuous, resumed, k, _parts(continuous))
+    else:
+        why = first_update.diagnose(interrupted, trimmed, k, _parts(interrupted))
     what = ", ".join(_label(m, key) for m, key in fields)
     return Check(
         id=CheckId(kind=CheckKind.RESTORE, trajectory=name),
@@ -127,7 +138,7 @@ def _only_drawn(generators: Any, drawn: set[tuple[str, str]]) -> Any:
 
 def resume(continuous: Observed, resumed: Observed, k: int, name: str) -> tuple[Resume, Check]:
     found = Compared(continuous, resumed, k, COMPARED)
-    why = None if found.same else first_update.diagnose(continuous, resumed, k, PARTS)
+    why = None if found.same else first_update.diagnose(continuous, resumed, k, _parts(continuous))
     entry = _entry(found, why)
     check = Check(
         id=CheckId(kind=CheckKind.RESUME, trajectory=name),
@@ -146,7 +157,7 @@ def negative(continuous: Observed, control: Observed, full: Observed, k: int) ->
     nothing after update k draws from them. Either way no lost generator could show, so none is blamed."""
     found = Compared(continuous, control, k, COMPARED)
     blocked = sorted({b for seen in control.values() for b in seen.blocked})
-    why = first_update.diagnose(continuous, control, k, PARTS) if not found.same else None
+    why = first_update.diagnose(continuous, control, k, _parts(continuous)) if not found.same else None
     entry = _entry(found, why, identical=Compared(full, control, 0, COMPARED).same if full else None)
     name = "a resume with the generators' setters blocked diverges (negative control)"
     if found.same and blocked:
@@ -167,7 +178,7 @@ def negative(continuous: Observed, control: Observed, full: Observed, k: int) ->
 def fault(continuous: Observed, faulty: Observed, full: Observed, k: int, part: str) -> tuple[Fault, Check]:
     found = Compared(continuous, faulty, k, COMPARED)
     blocked = sorted({b for seen in faulty.values() for b in seen.blocked})
-    why = first_update.diagnose(continuous, faulty, k, PARTS) if not found.same else None
+    why = first_update.diagnose(continuous, faulty, k, _parts(continuous)) if not found.same else None
     cause = f"{part}'s load_state_dict made a no-op" + ("" if blocked else ": the trainer never called it")
     entry = Fault(
         detected=not found.same,
@@ -220,6 +231,12 @@ def _only(seen: o.Observation, update: int, like: dict[str, Any]) -> o.Observati
     mine = seen.at(update) or {}
     kept = {m: {key: v for key, v in mine.get(m, {}).items() if key in like[m]} for m in like if m in mine}
     return o.Observation(seen.rank, {**seen.updates, update: kept}, seen.restores)
+
+
+def _parts(records: Observed) -> tuple[str, ...]:
+    updates = [u for seen in records.values() for u in seen.updates.values()]
+    cuda = any(CUDA in ((m or {}).get(o.GENERATORS) or {}).get(o.GLOBAL, {}) for u in updates for m in u.values())
+    return (*PARTS, protocol.rng_part(CUDA)) if cuda else PARTS
 
 
 def _get(update: dict[str, Any], moment: str, key: str) -> Any:

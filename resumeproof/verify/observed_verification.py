@@ -58,7 +58,8 @@ def _judge(s: observed.ObservedSettings, result: Verification, records: Records)
     for k in s.points:
         interrupted, resumed = point_names(k, k == s.primary)
         step = observed.stopped_at(records[interrupted][min(records[interrupted], key=_rank_order)])
-        restored = observed_judge.restore(records[interrupted], records[resumed], step, resumed)
+        reference = continuous if result.determinism.deterministic else None
+        restored = observed_judge.restore(records[interrupted], records[resumed], step, resumed, reference)
         checks += [restored] if restored is not None else []
         if result.determinism.deterministic:  # else not comparable: a run that differs from itself loses nothing
             result.resumes[resumed], check = observed_judge.resume(continuous, records[resumed], step, resumed)

@@ -16,6 +16,7 @@ PY = shlex.quote(sys.executable)
 NANOGPT = (
     f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'nanogpt_style.py'))} --max-iters {{steps}} --out-dir {{run}}"
 )
+HF = f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'hf_trainer.py'))} --per_device_train_batch_size 4 --use_cpu"
 PREEMPTIBLE = f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'preemptible.py'))} --total {{steps}} --dir {{run}}"
 
 
@@ -71,6 +72,30 @@ def test_a_preemptible_script_that_builds_its_schedule_again_is_caught_with_the_
     assert proc.returncode == 1, proc.stderr[-3000:]
     resumed = doc["comparison"]["resumes"]["resumed"]
     assert resumed["verdict"] == "divergent" and resumed["diagnosis"]["lost"] == "scheduler"
+
+
+def test_a_transformers_trainer_script_resumes_exactly_through_the_preset_and_reports_for_ci(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ci")
+    reports = ("--junit-xml", str(out / "junit.xml"), "--summary-md", str(out / "summary.md"))
+    args = ("--observe", "--preset", "transformers", "--steps", "8", "--interrupt-at", "3", "--faults", "scheduler")
+    proc, doc, _ = verification(tmp_path_factory, "hf", *args, "--train-cmd", f"{HF} --report_to none", *reports)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert doc["negative_divergence_detected"] and doc["faults"]["scheduler"]["diagnosis"]["lost"] == "scheduler"
+    assert 'failures="0"' in (out / "junit.xml").read_text() and "PASSED" in (out / "summary.md").read_text()
+
+
+def test_a_trainer_resumed_with_ignore_data_skip_is_caught_with_the_data_position_named(tmp_path_factory):
+    """`ignore_data_skip=True` starts the resumed epoch from its beginning: the new iterator draws from the restored
+    generator, and the first resumed batch is the continuous run's first."""
+    args = ("--observe", "--preset", "transformers", "--steps", "8", "--interrupt-at", "3")
+    train, resume = f"{HF} --report_to none", f"{HF} --report_to none --ignore_data_skip true"
+    proc, doc, _ = verification(tmp_path_factory, "hf-bug", *args, "--train-cmd", train, "--resume-cmd", resume)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    (restore,) = checks(doc, "restore")  # the epoch's first batch again: the histories' rows are not needed
+    assert (
+        restore["diagnosis"]["lost"] == "data"
+        and "the continuous run's of update 1" in restore["diagnosis"]["explanation"]
+    )
 
 
 UNSEEDED = """

@@ -208,3 +208,17 @@ def test_every_generator_not_restored_is_named_where_all_of_them_were_lost():
     d = diagnose(first)
     assert d is not None and d.lost == ("rng-numpy", "rng-torch")
     assert "the trainer's numpy, torch generators, drawn before the forward pass, were not restored" in d.explanation
+
+
+def test_a_batch_the_continuous_run_took_at_another_update_names_the_data_position_without_histories():
+    """`verify --observe` has no history rows: the batch of the continuous run's update 1 again is the evidence
+    (an epoch started again), also where an unseen generator could have drawn another batch."""
+    continuous = observed({1: update(forward__batch="b-first"), 5: update(), 6: update()})
+    found = first_update.diagnose(continuous, observed({1: update(forward__batch="b-first")}), 5, PARTS)
+    assert found is not None and found.lost == ("data",) and "batch of update 1" in found.explanation
+    unseen = (*PARTS, "rng-loader")  # a generator the observer cannot see: still the position, by that evidence
+    assert first_update.diagnose(continuous, observed({1: update(forward__batch="b-first")}), 5, unseen).lost == (
+        "data",
+    )
+    other = first_update.diagnose(continuous, observed({1: update(forward__batch="b-new")}), 5, unseen)
+    assert other is not None and other.lost == ()  # a batch no update took: the position or that generator
