@@ -56,6 +56,11 @@ class Compared:
                         if self.first_step is None or n < self.first_step:
                             self.first_step, self.first = n, f"update {n}{_rank(rank)}: {_label(moment, key)}"
                 self.loss_deviation = max(self.loss_deviation, _loss_gap(a, b))
+            left = None if mine.completed is None else mine.completed - k
+            ran = theirs.completed if theirs is not None else None
+            if left is not None and ran is not None and ran != left:  # its step count was not where it stopped
+                self.mismatches += 1
+                self.first = self.first or f"updates{_rank(rank)}: ran {ran} where {left} were left"
 
     @property
     def same(self) -> bool:
