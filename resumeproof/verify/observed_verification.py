@@ -14,8 +14,9 @@ from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUME
 from resumeproof.verify import environment, observed, observed_judge, terminal
 from resumeproof.verify.findings import Check
 from resumeproof.verify.plan import OBSERVED, point_names
-from resumeproof.verify.result import TrajectoryRecord, Verification
+from resumeproof.verify.result import Verification
 from resumeproof.verify.trajectories import SKIPPED, Trajectory, run_all
+from resumeproof.verify.verification import record
 
 Records = dict[str, dict[int | None, observation.Observation]]
 
@@ -89,20 +90,7 @@ def _base(s: observed.ObservedSettings, trajectories: list[Trajectory], error: s
         atol=0.0,
         allowed={"unsafe_pickle": [], "opaque": []},
         environment=environment.of({}),  # the verifier's; the trainer writes no meta to read its own from
-        trajectories={t.name: _record(t) for t in trajectories},
-    )
-
-
-def _record(t: Trajectory) -> TrajectoryRecord:
-    return TrajectoryRecord(
-        argv=tuple(t.argv),
-        status=t.status,
-        exit_code=t.exit_code,
-        wall_seconds=t.seconds,
-        checkpoint_sha256=None,
-        checkpoint_files=(),
-        log=str(t.log),
-        error=t.error,
+        trajectories={t.name: record(t) for t in trajectories},
     )
 
 

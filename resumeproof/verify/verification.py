@@ -199,7 +199,7 @@ def _result(
         atol=s.atol,
         allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
         environment=environment.of(summaries),
-        trajectories={t.name: _record(t) for t in trajectories},
+        trajectories={t.name: record(t) for t in trajectories},
         parts=declared_parts(summaries[CONTINUOUS]) or () if CONTINUOUS in summaries else (),
     )
     if evaluated is None:
@@ -218,7 +218,7 @@ def _result(
     )
 
 
-def _record(t: Trajectory) -> TrajectoryRecord:
+def record(t: Trajectory) -> TrajectoryRecord:
     """One process as it ran, with the checkpoint it was accepted with."""
     checkpoint = t.accepted.checkpoint if t.accepted is not None else None
     return TrajectoryRecord(
