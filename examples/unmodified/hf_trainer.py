@@ -43,7 +43,9 @@ class Rows(torch.utils.data.Dataset):
 class Regression(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Dropout(0.2), torch.nn.Linear(16, 1))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Dropout(0.2), torch.nn.Linear(16, 1)
+        )
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> dict[str, torch.Tensor]:
         return {"loss": torch.nn.functional.mse_loss(self.net(x), y)}
