@@ -46,7 +46,7 @@ def install(names: ModuleType, observer: ModuleType, block: ModuleType, environ:
     blocks = names.blocks_asked(environ.get(names.BLOCK_ENV))
     block.install(o, names.RNG_SETTERS in blocks, blocks - {names.RNG_SETTERS})  # over the wrappers: no restore seen
     o.blocking = (block, names.RNG_SETTERS in blocks)
-    atexit.register(guarded(o, o.write))  # what the process finished, for a trainer stopped by its own handler
+    atexit.register(guarded(o, o.exiting))  # what the process finished, for a trainer stopped by its own handler
     return o
 
 

@@ -217,6 +217,12 @@ class Observer:
         sys.stderr.flush()
         os._exit(0)
 
+    def exiting(self) -> None:
+        """At exit, the last word of a process that trained (a launcher such as torchrun, which imports torch and
+        steps nothing, writes no record: its workers do)."""
+        if self.first is not None or self.blocked:
+            self.write()
+
     def write(self) -> None:
         document = {
             "format": self.o.FORMAT,

@@ -110,3 +110,14 @@ def test_a_blocked_load_state_dict_answers_its_caller_as_the_real_one_would(tmp_
     assert proc.returncode == 0, proc.stderr
     assert "model restored False []" in proc.stdout and "scheduler restored False" in proc.stdout
     assert sorted(record["blocked"]) == ["LambdaLR.load_state_dict", "Module.load_state_dict"]
+
+
+def test_a_process_that_steps_no_optimizer_writes_no_record_at_exit(tmp_path):
+    """torchrun's launcher imports torch and trains nothing: only its workers' records may be read."""
+    script = tmp_path / "launcher.py"
+    script.write_text("import torch\nprint('launched')\n")
+    record = tmp_path / "records"
+    env = o.environment({**os.environ, "PYTHONPATH": ""}, record, "1-4")
+    proc = subprocess.run([sys.executable, "-B", str(script)], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and "launched" in proc.stdout, proc.stderr
+    assert not o.record_file(record, None).exists()
