@@ -249,14 +249,14 @@ def _observed(
     jobs: int,
     timeout: float,
 ) -> "ObservedSettings":
-    from resumeproof.verify.observed import ObservedSettings, check_templates
+    from resumeproof.verify.observed import ObservedError, ObservedSettings, check_templates
 
     if checkpoint is None or resume_cmd is None:
         raise SettingsError("--checkpoint" if checkpoint is None else "--resume-cmd", "is required with --observe")
     try:
         check_templates(train_cmd, resume_cmd, checkpoint)
-    except ResumeproofError as err:
-        raise SettingsError(str(err).split(" ", 1)[0], str(err).split(" ", 1)[1]) from None
+    except ObservedError as err:
+        raise SettingsError(err.flag, err.message) from None
     parts = (
         observation.BLOCKABLE
         if faults == ALL

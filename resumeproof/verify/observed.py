@@ -25,7 +25,11 @@ RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"  # t
 
 
 class ObservedError(ResumeproofError):
-    """The commands or the checkpoint pattern of `--observe` cannot work as given."""
+    """The commands or the checkpoint pattern of `--observe` cannot work as given; `flag` names the option."""
+
+    def __init__(self, flag: str, message: str) -> None:
+        super().__init__(f"{flag} {message}")
+        self.flag, self.message = flag, message
 
 
 @dataclass(frozen=True)
@@ -87,11 +91,11 @@ def check_templates(train_cmd: str, resume_cmd: str, checkpoint: str) -> None:
     for flag, text, placeholders in needs:
         missing = [p for p in placeholders if p not in text]
         if missing:
-            raise ObservedError(f"{flag} {text!r} lacks {', '.join(missing)}: {_WHY[missing[0]]}")
+            raise ObservedError(flag, f"{text!r} lacks {', '.join(missing)}: {_WHY[missing[0]]}")
         try:
             shlex.split(text)
         except ValueError as err:
-            raise ObservedError(f"{flag} {text!r}: {err}") from None
+            raise ObservedError(flag, f"{text!r}: {err}") from None
 
 
 _WHY = {

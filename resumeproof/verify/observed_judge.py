@@ -45,6 +45,7 @@ class Compared:
         self.first: str | None = None
         self.first_step: int | None = None
         self.mismatches, self.loss_deviation, self.compared = 0, 0.0, 0
+        self.differing: set[tuple[str, str]] = set()  # the fields that differ at some update
         for rank, mine in continuous.items():
             theirs = other.get(rank)
             for n in sorted(u for u in mine.updates if u > k):
@@ -53,6 +54,7 @@ class Compared:
                 for moment, key in fields:
                     if _get(a, moment, key) != _get(b, moment, key):
                         self.mismatches += 1
+                        self.differing.add((moment, key))
                         if self.first_step is None or n < self.first_step:
                             self.first_step, self.first = n, f"update {n}{_rank(rank)}: {_label(moment, key)}"
                 self.loss_deviation = max(self.loss_deviation, _loss_gap(a, b))
@@ -97,7 +99,8 @@ def restore(
     fields = tuple((m, key) for m, key in RESTORED if any(_get(h or {}, m, key) is not None for h in held.values()))
     differs = []
     for rank, h in held.items():
-        mine = (resumed.get(rank) or _NONE).at(1) or {}
+        theirs = resumed.get(rank)
+        mine = (theirs.at(1) if theirs is not None else None) or {}
         drawn = _drawn([interrupted[rank].at(k) or {}, h or {}])
         for m, key in fields:
             a, b = _get(h or {}, m, key), _get(mine, m, key)
@@ -188,7 +191,7 @@ def fault(continuous: Observed, faulty: Observed, full: Observed, k: int, part: 
     entry = Fault(
         detected=not found.same,
         cause=cause,
-        caught_by=tuple(_label(m, key) for m, key in COMPARED if not Compared(continuous, faulty, k, ((m, key),)).same),
+        caught_by=tuple(_label(m, key) for m, key in COMPARED if (m, key) in found.differing),
         first_mismatch=found.first,
         max_deviation=found.loss_deviation,
         mismatches=found.mismatches,
@@ -220,14 +223,6 @@ def _entry(found: Compared, why: Diagnosis | None, identical: bool | None = None
         diagnosis=why,
         identical_to_full_resume=identical,
     )
-
-
-class _Nothing:
-    def at(self, update: int) -> None:
-        return None
-
-
-_NONE: Any = _Nothing()
 
 
 def _only(seen: o.Observation, update: int, like: dict[str, Any]) -> o.Observation:
