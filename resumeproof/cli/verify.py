@@ -98,7 +98,8 @@ NOT_OBSERVED = (
     "--preset",
     type=click.Choice(sorted(PRESETS)),
     help="With --observe: the flags a framework's script takes (transformers: a Trainer script's "
-    "--max_steps, --save_steps, --output_dir, --resume_from_checkpoint, checkpoint-N).",
+    "--max_steps, --save_steps, --output_dir, --resume_from_checkpoint, checkpoint-N; lightning: a LightningCLI "
+    "script's fit --trainer.max_steps, a ModelCheckpoint every step, --ckpt_path, step=N.ckpt).",
 )
 @click.option(
     "--stop",

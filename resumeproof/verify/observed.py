@@ -66,6 +66,17 @@ PRESETS = {
         resume="--resume_from_checkpoint {checkpoint}",
         checkpoint="{run}/checkpoint-{step}",
     ),
+    # `LightningCLI ... fit`: a ModelCheckpoint appended to the script's callbacks keeps every step's checkpoint,
+    # named by Lightning's global step (`step=3.ckpt`); the resume passes it to `fit --ckpt_path`.
+    "lightning": Preset(
+        train=(
+            "--trainer.max_steps {steps} --trainer.default_root_dir {run} --trainer.callbacks+=ModelCheckpoint"
+            " --trainer.callbacks.dirpath={run} --trainer.callbacks.filename={step}"
+            " --trainer.callbacks.every_n_train_steps=1 --trainer.callbacks.save_top_k=-1"
+        ),
+        resume="--ckpt_path {checkpoint}",
+        checkpoint="{run}/step={step}.ckpt",
+    ),
 }
 
 

@@ -17,6 +17,10 @@ NANOGPT = (
     f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'nanogpt_style.py'))} --max-iters {{steps}} --out-dir {{run}}"
 )
 HF = f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'hf_trainer.py'))} --per_device_train_batch_size 4 --use_cpu"
+LIGHTNING = (
+    f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'lightning_cli.py'))} fit --trainer.logger false"
+    " --trainer.enable_progress_bar false --trainer.enable_model_summary false"
+)
 PREEMPTIBLE = f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'preemptible.py'))} --total {{steps}} --dir {{run}}"
 
 
@@ -96,6 +100,27 @@ def test_a_trainer_resumed_with_ignore_data_skip_is_caught_with_the_data_positio
         restore["diagnosis"]["lost"] == "data"
         and "the continuous run's of update 1" in restore["diagnosis"]["explanation"]
     )
+
+
+def test_a_lightning_cli_script_resumes_exactly_through_the_preset_and_a_lost_schedule_is_named(tmp_path_factory):
+    args = ("--observe", "--preset", "lightning", "--steps", "6", "--interrupt-at", "3", "--jobs", "2")
+    proc, doc, _ = verification(tmp_path_factory, "lightning", *args, "--train-cmd", LIGHTNING, "--faults", "scheduler")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [c["passed"] for c in checks(doc, "restore")] == [True]
+    assert doc["negative_divergence_detected"] and doc["faults"]["scheduler"]["diagnosis"]["lost"] == "scheduler"
+
+
+def test_a_lightning_script_on_a_plain_dataloader_restarts_its_epoch_and_the_data_position_is_named(tmp_path_factory):
+    """Lightning cannot save a plain DataLoader's position (docs/audit.md, L2): it only warns, and the resumed epoch
+    starts from its first batch again."""
+    args = ("--observe", "--preset", "lightning", "--steps", "6", "--interrupt-at", "3", "--jobs", "2")
+    proc, doc, _ = verification(
+        tmp_path_factory, "lightning-bug", *args, "--train-cmd", LIGHTNING + " --data.stateful false"
+    )
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    (restore,) = checks(doc, "restore")
+    assert not restore["passed"] and restore["diagnosis"]["lost"] == "data"
+    assert "the continuous run's batch of update 1" in restore["diagnosis"]["explanation"]
 
 
 UNSEEDED = """
