@@ -44,6 +44,11 @@ def summary(v: Verification, report: Path) -> str:
     untried = v.coverage.untried_boundaries if v.coverage else None
     if untried:
         lines += [f"Not tried: the epoch boundary at k = {', '.join(map(str, untried))}.", ""]
+    for checked in v.checked():
+        lines += [
+            f"The script's checkpoint, by `resumeproof check` (not part of the verdict): {_cell(checked.line)}",
+            "",
+        ]
     lines.append(f"Details: `{report}`")
     return "\n".join(lines) + "\n"
 

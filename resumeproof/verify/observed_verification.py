@@ -11,11 +11,11 @@ from rich.live import Live
 from resumeproof.common import observation
 from resumeproof.common.errors import refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG
-from resumeproof.verify import environment, observed, observed_judge, terminal
+from resumeproof.verify import environment, observed, observed_judge, terminal, vet
 from resumeproof.verify.findings import Check
 from resumeproof.verify.plan import OBSERVED, point_names
-from resumeproof.verify.result import Verification
-from resumeproof.verify.trajectories import SKIPPED, Trajectory, run_all
+from resumeproof.verify.result import CheckedCheckpoint, TrajectoryRecord, Verification
+from resumeproof.verify.trajectories import DONE, SKIPPED, Trajectory, run_all
 from resumeproof.verify.verification import record
 
 Records = dict[str, dict[int | None, observation.Observation]]
@@ -30,8 +30,7 @@ def verify(s: observed.ObservedSettings, out: Console) -> Verification:
     def resumes(done: Trajectory) -> list[Trajectory]:
         if done.observe is None or done.observe.stop is None:
             return []
-        seen = observation.read_all(done.observe.record)
-        return observed.resumes(s, done, observed.stopped_at(seen[min(seen, key=_rank_order)]))
+        return observed.resumes(s, done, _stopped(observation.read_all(done.observe.record)))
 
     with Live(terminal.progress(trajectories), console=out, refresh_per_second=8) as live:
         run_all(
@@ -58,7 +57,7 @@ def _judge(s: observed.ObservedSettings, result: Verification, records: Records)
     checks: list[Check] = [check]
     for k in s.points:
         interrupted, resumed = point_names(k, k == s.primary)
-        step = observed.stopped_at(records[interrupted][min(records[interrupted], key=_rank_order)])
+        step = _stopped(records[interrupted])
         reference = continuous if result.determinism.deterministic else None
         restored = observed_judge.restore(records[interrupted], records[resumed], step, resumed, reference)
         checks += [restored] if restored is not None else []
@@ -68,7 +67,7 @@ def _judge(s: observed.ObservedSettings, result: Verification, records: Records)
             checks.append(replace(check, diagnosis=None) if said else check)
     interrupted, resumed = point_names(s.primary, True)
     full, stopped = records[resumed], records[interrupted]
-    step = observed.stopped_at(stopped[min(stopped, key=_rank_order)])
+    step = _stopped(stopped)
     if result.determinism.deterministic:
         result.negative, check = observed_judge.negative(continuous, records[RESUMED_NO_RNG], full, step)
         checks.append(check)
@@ -90,9 +89,21 @@ def _base(s: observed.ObservedSettings, trajectories: list[Trajectory], error: s
         atol=0.0,
         allowed={"unsafe_pickle": [], "opaque": []},
         environment=environment.of({}),  # the verifier's; the trainer writes no meta to read its own from
-        trajectories={t.name: record(t) for t in trajectories},
+        trajectories={t.name: _record(s, t) for t in trajectories},
     )
 
 
-def _rank_order(rank: int | None) -> int:
-    return -1 if rank is None else rank
+def _record(s: observed.ObservedSettings, t: Trajectory) -> TrajectoryRecord:
+    """A process as it ran; for an interrupted run that left its checkpoint, what `check` says of that checkpoint,
+    which the resumes loaded as the script's own (the verdict never rests on it)."""
+    ran = record(t)
+    if t.observe is None or t.observe.stop is None or t.status != DONE:
+        return ran
+    found = vet.vet(observed.checkpoint_of(s, t.output, _stopped(observation.read_all(t.observe.record))))
+    check = CheckedCheckpoint(str(found.path), str(found.verdict), found.line())
+    return replace(ran, checkpoint_files=tuple(f.entry() for f in found.files), check=check)
+
+
+def _stopped(seen: dict[int | None, observation.Observation]) -> int:
+    """The last update an interrupted run completed, from its first rank's record (the launcher's, if any)."""
+    return observed.stopped_at(seen[min(seen, key=lambda rank: -1 if rank is None else rank)])

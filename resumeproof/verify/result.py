@@ -14,6 +14,23 @@ from resumeproof.common.protocol import RESUMED, CheckKind
 from resumeproof.verify.findings import DIVERGENT, Check, Coverage, Determinism, Fault, Resume
 
 
+@dataclass(frozen=True)
+class CheckedCheckpoint:
+    """What `resumeproof check` says of a checkpoint the verifier resumed from without admitting it (a script's
+    own, under `verify --observe`): reported beside the verdict, never part of it."""
+
+    path: str
+    verdict: str  # verify/vet.py's Verdict: accepted, refused, unreadable
+    line: str  # check's own line
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "verdict": self.verdict, "line": self.line}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> "CheckedCheckpoint | None":
+        return cls(**d) if d else None
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrajectoryRecord:
     """One process as it ran: its command, exit, time, checkpoint and log."""
@@ -26,8 +43,10 @@ class TrajectoryRecord:
     checkpoint_files: tuple[dict[str, Any], ...]
     log: str
     error: str | None
+    check: CheckedCheckpoint | None = None
 
     def to_json(self) -> dict[str, Any]:
+        checked = {"check": self.check.to_json()} if self.check else {}
         return {
             "argv": list(self.argv),
             "status": self.status,
@@ -37,11 +56,13 @@ class TrajectoryRecord:
             "checkpoint_files": list(self.checkpoint_files),
             "log": self.log,
             "error": self.error,
+            **checked,
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "TrajectoryRecord":
-        return cls(**{**d, "argv": tuple(d["argv"]), "checkpoint_files": tuple(d.get("checkpoint_files", ()))})
+        files, check = tuple(d.get("checkpoint_files", ())), CheckedCheckpoint.from_json(d.get("check"))
+        return cls(**{**d, "argv": tuple(d["argv"]), "checkpoint_files": files, "check": check})
 
 
 @dataclass(kw_only=True)
@@ -100,6 +121,10 @@ class Verification:
     @property
     def full_resume(self) -> Resume | None:
         return self.resumes.get(RESUMED)
+
+    def checked(self) -> list[CheckedCheckpoint]:
+        """What `check` says of the checkpoints resumed from that the verifier did not admit itself."""
+        return [t.check for t in self.trajectories.values() if t.check is not None]
 
     def failed(self) -> list[Check]:
         return [c for c in self.checks if not c.passed]

@@ -171,6 +171,11 @@ def _gpu(gpu: Any) -> str:
     return ", ".join(f"{gpu[key]}" for key in ("name", "driver", "cuda", "cudnn") if gpu.get(key) is not None)
 
 
+def checked_lines(v: Verification) -> list[str]:
+    """`verify --observe` resumes from the script's own checkpoint whatever it holds: what `check` says of it."""
+    return [f"the script's checkpoint, by resumeproof check (not part of the verdict): {c.line}" for c in v.checked()]
+
+
 def verdict_line(v: Verification) -> str:
     """The last line: could not complete, not deterministic, passed or failed; each names why."""
     if v.error:
@@ -206,7 +211,7 @@ def print_report(out: Console, v: Verification) -> None:
             out.print(f"flat file: {flat.cause}; caught by {', '.join(flat.caught_by) or 'nothing'}")
     for line in [*diagnosis_lines(v), *unusable_lines(v)]:
         out.print(line, markup=False)
-    for note in (nonfinite_note(v), gpu_note(v), coverage_note(v) if v.checks else None):
+    for note in (nonfinite_note(v), gpu_note(v), coverage_note(v) if v.checks else None, *checked_lines(v)):
         if note:
             out.print(note, markup=False)
     out.print(verdict_line(v))

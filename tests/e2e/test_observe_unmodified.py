@@ -45,6 +45,8 @@ def test_a_nanogpt_style_script_that_saves_its_generator_resumes_exactly_and_eve
     assert doc["negative_divergence_detected"] and doc["determinism"]["deterministic"] is True
     named = {part: f["diagnosis"]["lost"] for part, f in doc["faults"].items()}
     assert named == {"optimizer": "optimizer", "model": "model"}
+    checked = doc["trajectories"]["interrupted"]["check"]
+    assert checked["verdict"] == "accepted" and checked["path"].endswith("ckpt_3.pt")
 
 
 def test_nanogpts_own_resume_reseeds_the_generator_and_is_caught_at_its_first_update(tmp_path_factory):
@@ -86,6 +88,11 @@ def test_a_transformers_trainer_script_resumes_exactly_through_the_preset_and_re
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert doc["negative_divergence_detected"] and doc["faults"]["scheduler"]["diagnosis"]["lost"] == "scheduler"
     assert 'failures="0"' in (out / "junit.xml").read_text() and "PASSED" in (out / "summary.md").read_text()
+    # The Trainer's own checkpoint holds pickles it loads itself: resumed from all the same, and `check` says so.
+    checked = doc["trajectories"]["interrupted"]["check"]
+    assert checked["verdict"] == "refused" and checked["path"].endswith("checkpoint-3")
+    assert "by resumeproof check (not part of the verdict)" in proc.stderr and checked["line"] in proc.stderr
+    assert "(not part of the verdict): " + checked["line"].split(":")[0] in (out / "summary.md").read_text()
 
 
 def test_a_trainer_resumed_with_ignore_data_skip_is_caught_with_the_data_position_named(tmp_path_factory):

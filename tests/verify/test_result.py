@@ -55,3 +55,24 @@ def test_the_top_level_deterministic_is_determinisms_own_even_where_an_older_doc
     assert v.to_json()["deterministic"] is None and v.deterministic is True
     document["determinism"].update(repeated=True, deterministic=False, first_step=3, first_mismatch="history[2].loss")
     assert Verification.from_json(document).to_json()["deterministic"] is False
+
+
+def test_what_check_said_of_a_scripts_own_checkpoint_round_trips_and_is_rendered_beside_the_verdict(tmp_path):
+    document = json.loads(OLD[0].read_text())
+    name = next(iter(document["trajectories"]))
+    line = "runs/x/interrupted/checkpoint-3: refused: rng_state.pth: a pickle that imports numpy"
+    document["trajectories"][name]["check"] = {
+        "path": "runs/x/interrupted/checkpoint-3",
+        "verdict": "refused",
+        "line": line,
+    }
+    v = Verification.from_json(document)
+    assert [c.line for c in v.checked()] == [line] and v.to_json()["trajectories"][name]["check"][
+        "verdict"
+    ] == "refused"
+    assert terminal.checked_lines(v) == [
+        f"the script's checkpoint, by resumeproof check (not part of the verdict): {line}"
+    ]
+    assert line in markdown.summary(v, tmp_path) and terminal.verdict_line(
+        Verification.from_json(json.loads(OLD[0].read_text()))
+    ) == terminal.verdict_line(v)
