@@ -1,15 +1,16 @@
 """`verify --observe` on scripts written with no thought of resumeproof (examples/unmodified/), run exactly as they
-are: a correct resume passes and each bug fails with the part it lost named, two scripts that break the rules
+are: a correct resume passes and each bug fails with the part it lost named, scripts that break the rules
 differently (nanoGPT-style: a checkpoint per step, the global generator, `--stop exit`; a preemptible one: a
-directory per step, a LambdaLR, its own numpy Generator, a SIGTERM handler, `--stop sigterm`). A script that
-differs from itself is reported as such, with a verdict on its restore all the same."""
+directory per step, a LambdaLR, its own numpy Generator, a SIGTERM handler, `--stop sigterm`; a transformers
+`Trainer` and a `LightningCLI` script through their presets; a DDP script under torchrun, every rank watched). A
+script that differs from itself is reported as such, with a verdict on its restore all the same."""
 
 import shlex
 import sys
 
 import pytest
 
-from tests.helpers import EXAMPLES, verification
+from tests.helpers import EXAMPLES, TORCHRUN, verification
 
 pytestmark = pytest.mark.xdist_group("observe-unmodified")
 PY = shlex.quote(sys.executable)
@@ -21,6 +22,8 @@ LIGHTNING = (
     f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'lightning_cli.py'))} fit --trainer.logger false"
     " --trainer.enable_progress_bar false --trainer.enable_model_summary false"
 )
+DDP = shlex.join([*TORCHRUN, "--standalone", "--nproc-per-node", "2", str(EXAMPLES / "unmodified" / "ddp_script.py")])
+DDP += " --steps {steps} --dir {run}"
 PREEMPTIBLE = f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'preemptible.py'))} --total {{steps}} --dir {{run}}"
 
 
@@ -128,6 +131,23 @@ def test_a_lightning_script_on_a_plain_dataloader_restarts_its_epoch_and_the_dat
     (restore,) = checks(doc, "restore")
     assert not restore["passed"] and restore["diagnosis"]["lost"] == "data"
     assert "the continuous run's batch of update 1" in restore["diagnosis"]["explanation"]
+
+
+def test_a_ddp_script_under_torchrun_is_watched_on_every_rank_and_resumes_exactly(tmp_path_factory):
+    resume = DDP + " --resume {checkpoint}"
+    proc, doc, _ = observed(tmp_path_factory, "ddp", DDP, resume, "{run}/step-{step}", "--faults", "optimizer")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert doc["negative_divergence_detected"] and doc["faults"]["optimizer"]["diagnosis"]["lost"] == "optimizer"
+    assert doc["trajectories"]["interrupted"]["check"]["verdict"] == "accepted"
+
+
+def test_a_ddp_script_that_restores_rank_0s_generator_on_every_rank_is_caught_on_rank_1(tmp_path_factory):
+    resume = DDP + " --resume {checkpoint} --rank0-generator"
+    proc, doc, _ = observed(tmp_path_factory, "ddp-bug", DDP, resume, "{run}/step-{step}")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    (restore,) = checks(doc, "restore")
+    assert restore["diagnosis"]["lost"] == "rng-torch" and restore["diagnosis"]["explanation"].startswith("rank 1: ")
+    assert "(rank 1)" in restore["detail"] and "(rank 0)" not in restore["detail"]
 
 
 UNSEEDED = """
