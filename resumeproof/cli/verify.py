@@ -1,6 +1,7 @@
 """`resumeproof verify` (and `python -B verify_resume.py`): run a training command as fresh processes and prove
 that it resumes exactly; exit 0 passed, 1 a comparison failed, 2 could not complete."""
 
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
     from resumeproof.verify.observed import ObservedSettings
 
 COMMAND_LINE = ParameterSource.COMMANDLINE
-# What a protocol verification has and `--observe` does not: judged from digests, bit for bit, with no summary.
+# What a protocol verification has and `--observe` does not: judged from the observer's records, with no summary.
 NOT_OBSERVED = (
-    "atol", "segments", "check_cadence", "repeat", "no_observe", "plot", "allow_unsafe_pickle", "allow_opaque",
+    "segments", "check_cadence", "repeat", "no_observe", "plot", "allow_unsafe_pickle", "allow_opaque",
     "torch_load",
 )  # fmt: skip
 
@@ -174,7 +175,17 @@ def run_verify(
         train_cmd, resume_cmd, checkpoint = with_preset(preset, train_cmd, resume_cmd, checkpoint)
         watched = parsed(
             lambda: _observed(
-                output, steps, interrupt_at, train_cmd, resume_cmd, checkpoint, stop, faults, jobs, timeout
+                output,
+                steps,
+                interrupt_at,
+                train_cmd,
+                resume_cmd,
+                checkpoint,
+                stop,
+                faults,
+                jobs,
+                timeout,
+                atol if ctx_source("atol") is COMMAND_LINE else 0.0,  # bit for bit unless asked
             )
         )
         _finish(debug, junit_xml, summary_md, output, train_cmd, lambda out: observed_verification.verify(watched, out))
@@ -249,6 +260,7 @@ def _observed(
     faults: str | None,
     jobs: int,
     timeout: float,
+    atol: float,
 ) -> "ObservedSettings":
     from resumeproof.verify.observed import ObservedError, ObservedSettings, check_templates
 
@@ -268,6 +280,8 @@ def _observed(
         raise SettingsError(
             "--faults", f"{unknown[0]!r}: with --observe, all or among {', '.join(observation.BLOCKABLE)}"
         )
+    if not (math.isfinite(atol) and atol >= 0):
+        raise SettingsError("--atol", f"{atol} must be a finite number >= 0")
     return ObservedSettings(
         output=output,
         steps=steps,
@@ -279,6 +293,7 @@ def _observed(
         faults=parts,
         jobs=jobs,
         timeout=timeout,
+        atol=atol,
     )
 
 

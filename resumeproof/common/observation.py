@@ -26,6 +26,7 @@ This module is loaded by its path inside trainers that may not have this package
 
 import json
 import os
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ OBSERVE_ENV = "RESUMEPROOF_OBSERVE"  # the record file, without its suffix
 UPDATES_ENV = "RESUMEPROOF_OBSERVE_UPDATES"  # "1,6,10" or "1-12": the process's updates to record
 STOP_ENV = "RESUMEPROOF_OBSERVE_STOP"  # "exit:K" or "sigterm:K": end the process after its update K
 BLOCK_ENV = "RESUMEPROOF_OBSERVE_BLOCK"  # "rng" or a fault's part: the restores the observer turns into no-ops
+VALUES_ENV = "RESUMEPROOF_OBSERVE_VALUES"  # "1": also write the values VALUED names (a comparison within --atol)
 SITE = Path(__file__).resolve().parents[1] / "observe" / "site"  # the directory whose sitecustomize injects it
 SUFFIX = ".json"
 
@@ -54,11 +56,20 @@ STOPS = (EXIT, SIGTERM)
 # `load_state_dict` (a fault), each made a no-op that answers its caller as the real one would.
 RNG_SETTERS = "rng"
 BLOCKABLE = ("model", "optimizer", "scheduler", "scaler")  # the protocol's part names (common/protocol.py)
+# What VALUES_ENV keeps by value besides its digest: the optimizer's state entering the step (every tensor and
+# number of each parameter's state, in the optimizer's order, keys sorted) and the parameters after it (the root
+# module's, in its order); float64, native byte order, flat, one file per update and field beside the record.
+VALUED = ((STEP, OPTIMIZER), (AFTER, PARAMS))
 
 
 def record_file(base: str | Path, rank: int | None) -> Path:
     """The record file of one process: `BASE.json`, or `BASE.rank-R.json` under a launcher."""
     return Path(f"{base}{'' if rank is None else f'.rank-{rank}'}{SUFFIX}")
+
+
+def values_file(record: Path, update: int, moment: str, key: str) -> Path:
+    """Where the process writing `record` keeps one update's values of (moment, key) under VALUES_ENV."""
+    return record.with_name(record.name.removesuffix(SUFFIX) + ".values") / f"{update}.{moment}.{key}.f64"
 
 
 def updates_wanted(text: str | None) -> frozenset[int]:
@@ -92,14 +103,18 @@ def environment(
     updates: set[int] | frozenset[int] | str,
     stop: tuple[str, int] | None = None,
     block: tuple[str, ...] = (),
+    values: bool = False,
 ) -> dict[str, str]:
     """`base` with the observer injected: its sitecustomize first on PYTHONPATH, where to write, what to record
-    (a set of updates, or UPDATES_ENV's text), and where asked, when to stop the process and what to block."""
+    (a set of updates, or UPDATES_ENV's text), and where asked, when to stop the process, what to block and whether
+    to keep values."""
     path = [str(SITE), *([base["PYTHONPATH"]] if base.get("PYTHONPATH") else [])]
     wanted = updates if isinstance(updates, str) else ",".join(str(n) for n in sorted(updates))
     env = {**base, "PYTHONPATH": os.pathsep.join(path), OBSERVE_ENV: str(record), UPDATES_ENV: wanted}
-    for inherited in (STOP_ENV, BLOCK_ENV):  # never from the verifier's own environment
+    for inherited in (STOP_ENV, BLOCK_ENV, VALUES_ENV):  # never from the verifier's own environment
         env.pop(inherited, None)
+    if values:
+        env[VALUES_ENV] = "1"
     if stop is not None:
         env[STOP_ENV] = f"{stop[0]}:{stop[1]}"
     if block:
@@ -118,9 +133,24 @@ class Observation:
     completed: int | None = None  # the updates the process finished, when it wrote that down
     stopped: int | None = None  # the update after which the observer ended the process (STOP_ENV), if it did
     blocked: tuple[str, ...] = ()  # what the process tried to restore that the observer blocked (BLOCK_ENV)
+    source: Path | None = None  # the record file it was read from
 
     def at(self, update: int) -> dict[str, Any] | None:
         return self.updates.get(update)
+
+    def values(self, update: int, moment: str, key: str) -> array | None:
+        """The values VALUES_ENV kept of one update's (moment, key), or None where there are none."""
+        if self.source is None:
+            return None
+        try:
+            data = values_file(self.source, update, moment, key).read_bytes()
+        except OSError:
+            return None
+        if len(data) % 8:
+            return None
+        kept = array("d")
+        kept.frombytes(data)
+        return kept
 
 
 def read_all(base: Path) -> dict[int | None, Observation]:
@@ -157,4 +187,5 @@ def read(path: Path) -> Observation | None:
         completed=completed if isinstance(completed, int) else None,
         stopped=stopped if isinstance(stopped, int) else None,
         blocked=tuple(b for b in blocked if isinstance(b, str)) if isinstance(blocked, list) else (),
+        source=path,
     )

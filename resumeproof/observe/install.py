@@ -34,7 +34,8 @@ def install(names: ModuleType, observer: ModuleType, block: ModuleType, environ:
     wanted = names.updates_wanted(environ.get(names.UPDATES_ENV))
     rank = int(environ["RANK"]) if "RANK" in environ and "WORLD_SIZE" in environ else None
     stop = names.stop_asked(environ.get(names.STOP_ENV))
-    o = observer.Observer(names, environ[names.OBSERVE_ENV], wanted, rank, stop)
+    values = environ.get(names.VALUES_ENV) == "1"
+    o = observer.Observer(names, environ[names.OBSERVE_ENV], wanted, rank, stop, values)
     torch_module.register_module_forward_pre_hook(guarded(o, o.forward_pre))
     torch_module.register_module_forward_hook(guarded(o, o.forward_post), always_call=True, with_kwargs=True)
     torch_optimizer.register_optimizer_step_pre_hook(guarded(o, o.step_pre))

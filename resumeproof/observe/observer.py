@@ -65,8 +65,10 @@ class Observer:
         wanted: frozenset[int],
         rank: int | None,
         stop: tuple[str, int] | None = None,
+        values: bool = False,
     ) -> None:
         self.o, self.path, self.wanted, self.rank = names, names.record_file(record, rank), wanted, rank
+        self.values = values  # keep what VALUED names by value too (observation.VALUES_ENV)
         self.stop = stop  # (how, K): end the process after its update K (common/observation.py's STOP_ENV)
         self.stopped: int | None = None  # K, once the process was ended (or signalled) there
         self.batch_pending = False  # the update's first forward pass started: its batch is read when it ends
@@ -127,6 +129,15 @@ class Observer:
             self.o.SCALERS: [_scaler(s) for s in list(self.scalers) if s.is_enabled()],
         }
 
+    def keep(self, moment: str, key: str, value: Any) -> None:
+        """Under VALUES_ENV: the tensors and numbers in `value`, as float64, in the order the digest reads them."""
+        if not self.values:
+            return
+        flat = torch.cat([torch.zeros(0, dtype=torch.float64), *_floats(value)])
+        path = self.o.values_file(self.path, self.update, moment, key)
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(flat.numpy().tobytes())
+
     # -- the hooks ---------------------------------------------------------------------------------------------
 
     def forward_pre(self, module: torch.nn.Module, args: tuple) -> None:
@@ -166,6 +177,7 @@ class Observer:
             return
         if (now := self.now()) is not None:  # a closure (Lightning, LBFGS) runs the forward pass after this
             now[self.o.STEP] = self.optimizer_state(optimizer)
+            self.keep(self.o.STEP, self.o.OPTIMIZER, [optimizer.state.get(p, {}) for p in _params(optimizer)])
         if self.stop is not None and self.stop == (self.o.EXIT, self.update - 1):
             if self.forwarded:
                 self.halt()
@@ -186,7 +198,9 @@ class Observer:
         self.stepped = True
         if (now := self.now()) is not None:
             root = self.root() if self.root is not None else None
-            params = {n: digest(t) for n, t in (root.named_parameters() if root is not None else ())}
+            named = list(root.named_parameters()) if root is not None else []
+            params = {n: digest(t) for n, t in named}
+            self.keep(self.o.AFTER, self.o.PARAMS, [t for _, t in named])
             grads = digest([p.grad if p.grad is not None else "none" for p in _params(optimizer)])
             now[self.o.AFTER] = {self.o.GENERATORS: self.generators(), self.o.GRADS: grads, self.o.PARAMS: params}
             self.write()
@@ -240,6 +254,18 @@ class Observer:
 
 def _params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
     return [p for group in optimizer.param_groups for p in group["params"]]
+
+
+def _floats(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value.detach().to("cpu", torch.float64).reshape(-1)]
+    if isinstance(value, bool | int | float):
+        return [torch.tensor([float(value)], dtype=torch.float64)]
+    if isinstance(value, dict):
+        return [t for key in sorted(value, key=str) for t in _floats(value[key])]
+    if isinstance(value, list | tuple):
+        return [t for item in value for t in _floats(item)]
+    return []
 
 
 def _process_wide(generator: Any) -> bool:

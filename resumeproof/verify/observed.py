@@ -44,6 +44,7 @@ class ObservedSettings:
     faults: tuple[str, ...] = ()  # parts whose `load_state_dict` a resume has blocked (observation.BLOCKABLE)
     jobs: int = 1
     timeout: float = 600.0
+    atol: float = 0.0  # bit for bit unless asked: above 0 the observer keeps the compared state by value too
 
     @property
     def primary(self) -> int:
@@ -134,9 +135,10 @@ def checkpoint_of(s: ObservedSettings, run: Path, step: int) -> Path:
 def build(s: ObservedSettings) -> list[Trajectory]:
     """The continuous run, its repeat (determinism before diagnosis), and one interrupted run per point; the
     resumes follow each interrupted run once its checkpoint is known (`resumes`)."""
-    every = f"1-{s.steps}"
+    every, values = f"1-{s.steps}", s.atol > 0
     plan = [
-        _trajectory(s, name, s.train_cmd, Observe(s.output / OBSERVED / name, every)) for name in (CONTINUOUS, REPEAT)
+        _trajectory(s, name, s.train_cmd, Observe(s.output / OBSERVED / name, every, values=values))
+        for name in (CONTINUOUS, REPEAT)
     ]
     for k in s.points:
         name = point_names(k, k == s.primary)[0]
@@ -157,7 +159,7 @@ def resumes(s: ObservedSettings, interrupted: Trajectory, k: int) -> list[Trajec
     checkpoint = checkpoint_of(s, interrupted.output, k)
     out = []
     for name, block in runs:
-        watch = Observe(s.output / OBSERVED / name, f"1-{max(1, s.steps - k)}", block=block)
+        watch = Observe(s.output / OBSERVED / name, f"1-{max(1, s.steps - k)}", block=block, values=s.atol > 0)
         out.append(_trajectory(s, name, s.resume_cmd, watch, checkpoint, (interrupted.name,)))
     return out
 

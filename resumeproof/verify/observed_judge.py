@@ -39,12 +39,16 @@ NEGATIVE_SETTERS = "torch.set_rng_state, numpy.random.set_state, random.setstate
 
 
 class Compared:
-    """Where one run's updates first differ from the continuous run's, from update k+1 on."""
+    """Where one run's updates first differ from the continuous run's, from update k+1 on: bit for bit, or within
+    `atol` (the loss by its recorded value, the state by the values the observer kept: observation.VALUED)."""
 
-    def __init__(self, continuous: Observed, other: Observed, k: int, fields: tuple[tuple[str, str], ...]) -> None:
+    def __init__(
+        self, continuous: Observed, other: Observed, k: int, fields: tuple[tuple[str, str], ...], atol: float = 0.0
+    ) -> None:
         self.first: str | None = None
         self.first_step: int | None = None
-        self.mismatches, self.loss_deviation, self.compared = 0, 0.0, 0
+        self.mismatches, self.loss_deviation, self.compared, self.atol = 0, 0.0, 0, atol
+        self.state_deviation: float | None = 0.0  # the largest the values show; None where a state differed unseen
         self.differing: set[tuple[str, str]] = set()  # the fields that differ at some update
         for rank, mine in continuous.items():
             theirs = other.get(rank)
@@ -52,11 +56,14 @@ class Compared:
                 a, b = mine.at(n) or {}, (theirs.at(n - k) if theirs else None) or {}
                 self.compared += 1
                 for moment, key in fields:
-                    if _get(a, moment, key) != _get(b, moment, key):
-                        self.mismatches += 1
-                        self.differing.add((moment, key))
-                        if self.first_step is None or n < self.first_step:
-                            self.first_step, self.first = n, f"update {n}{_rank(rank)}: {_label(moment, key)}"
+                    if _get(a, moment, key) == _get(b, moment, key):
+                        continue
+                    if self._within(_gap(mine, theirs, (n, n - k), (moment, key), (a, b)), (moment, key)):
+                        continue
+                    self.mismatches += 1
+                    self.differing.add((moment, key))
+                    if self.first_step is None or n < self.first_step:
+                        self.first_step, self.first = n, f"update {n}{_rank(rank)}: {_label(moment, key)}"
                 self.loss_deviation = max(self.loss_deviation, _loss_gap(a, b))
             left = None if mine.completed is None else mine.completed - k
             ran = theirs.completed if theirs is not None else None
@@ -64,13 +71,19 @@ class Compared:
                 self.mismatches += 1
                 self.first = self.first or f"updates{_rank(rank)}: ran {ran} where {left} were left"
 
+    def _within(self, gap: float | None, field: tuple[str, str]) -> bool:
+        """Whether a field whose digests differ is equal within the tolerance; a state's gap counts either way."""
+        if field != (o.LOSS, o.DIGEST) and self.state_deviation is not None:
+            self.state_deviation = None if gap is None else max(self.state_deviation, gap)
+        return self.atol > 0 and gap is not None and gap <= self.atol
+
     @property
     def same(self) -> bool:
         return self.first is None
 
 
-def determinism(continuous: Observed, repeat: Observed) -> tuple[Determinism, Check]:
-    found = Compared(continuous, repeat, 0, ((o.FORWARD, o.BATCH), *COMPARED))
+def determinism(continuous: Observed, repeat: Observed, atol: float = 0.0) -> tuple[Determinism, Check]:
+    found = Compared(continuous, repeat, 0, ((o.FORWARD, o.BATCH), *COMPARED), atol)
     det = Determinism(
         repeated=True,
         deterministic=found.same,
@@ -78,7 +91,7 @@ def determinism(continuous: Observed, repeat: Observed) -> tuple[Determinism, Ch
         first_mismatch=found.first,
         detail=None if found.same else f"the continuous run and its repeat differ first at {found.first}",
     )
-    name = "the continuous run repeats itself exactly"
+    name = "the continuous run repeats itself " + ("exactly" if atol == 0 else f"within atol {atol:g}")
     check = Check(
         id=CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT), name=name, passed=found.same, detail=det.detail
     )
@@ -144,13 +157,13 @@ def _only_drawn(generators: Any, drawn: set[tuple[str, str]]) -> Any:
     return {g: {n: v for n, v in named.items() if (g, n) in drawn} for g, named in generators.items()}
 
 
-def resume(continuous: Observed, resumed: Observed, k: int, name: str) -> tuple[Resume, Check]:
-    found = Compared(continuous, resumed, k, COMPARED)
+def resume(continuous: Observed, resumed: Observed, k: int, name: str, atol: float = 0.0) -> tuple[Resume, Check]:
+    found = Compared(continuous, resumed, k, COMPARED, atol)
     why = None if found.same else first_update.diagnose(continuous, resumed, k, _parts(continuous))
     entry = _entry(found, why)
     check = Check(
         id=CheckId(kind=CheckKind.RESUME, trajectory=name),
-        name=f"{name} (from update {k}) equals the continuous run bit for bit",
+        name=f"{name} (from update {k}) equals the continuous run " + _how(atol),
         passed=found.same,
         max_abs_diff=found.loss_deviation,
         first_mismatch=found.first,
@@ -159,14 +172,16 @@ def resume(continuous: Observed, resumed: Observed, k: int, name: str) -> tuple[
     return entry, check
 
 
-def negative(continuous: Observed, control: Observed, full: Observed, k: int) -> tuple[Resume, Check]:
+def negative(
+    continuous: Observed, control: Observed, full: Observed, k: int, atol: float = 0.0
+) -> tuple[Resume, Check]:
     """The resume with the generators' setters blocked must diverge. Where it cannot, the records say why, and the
     check claims nothing: the trainer restores its generators another way (or not at all), or blocked them and
     nothing after update k draws from them. Either way no lost generator could show, so none is blamed."""
-    found = Compared(continuous, control, k, COMPARED)
+    found = Compared(continuous, control, k, COMPARED, atol)
     blocked = sorted({b for seen in control.values() for b in seen.blocked})
     why = first_update.diagnose(continuous, control, k, _parts(continuous)) if not found.same else None
-    entry = _entry(found, why, identical=Compared(full, control, 0, COMPARED).same if full else None)
+    entry = _entry(found, why, identical=Compared(full, control, 0, COMPARED, atol).same if full else None)
     name = "a resume with the generators' setters blocked diverges (negative control)"
     if found.same and blocked:
         name = f"negative control without power: it blocked {', '.join(blocked)}, and nothing after update {k} draws"
@@ -183,8 +198,10 @@ def negative(continuous: Observed, control: Observed, full: Observed, k: int) ->
     return entry, check
 
 
-def fault(continuous: Observed, faulty: Observed, full: Observed, k: int, part: str) -> tuple[Fault, Check]:
-    found = Compared(continuous, faulty, k, COMPARED)
+def fault(
+    continuous: Observed, faulty: Observed, full: Observed, k: int, part: str, atol: float = 0.0
+) -> tuple[Fault, Check]:
+    found = Compared(continuous, faulty, k, COMPARED, atol)
     blocked = sorted({b for seen in faulty.values() for b in seen.blocked})
     why = first_update.diagnose(continuous, faulty, k, _parts(continuous)) if not found.same else None
     cause = f"{part}'s load_state_dict made a no-op" + ("" if blocked else ": the trainer never called it")
@@ -196,7 +213,7 @@ def fault(continuous: Observed, faulty: Observed, full: Observed, k: int, part: 
         max_deviation=found.loss_deviation,
         mismatches=found.mismatches,
         diagnosis=why,
-        identical_to_full_resume=Compared(full, faulty, 0, COMPARED).same if full else False,
+        identical_to_full_resume=Compared(full, faulty, 0, COMPARED, atol).same if full else False,
     )
     check = Check(
         id=CheckId(kind=CheckKind.FAULT, trajectory=f"{FAULT_PREFIX}{part}", part=part),
@@ -210,11 +227,11 @@ def fault(continuous: Observed, faulty: Observed, full: Observed, k: int, part: 
 
 
 def _entry(found: Compared, why: Diagnosis | None, identical: bool | None = None) -> Resume:
-    # The records hold digests, not values: a state that differs differs by an unknown amount (None); the loss
-    # is recorded by value.
+    # Bit for bit the records hold digests, not values: a state that differs differs by an unknown amount (None);
+    # the loss is recorded by value, and under a tolerance the state too.
     return Resume(
         verdict=CONCORDANT if found.same else DIVERGENT,
-        max_state_deviation=0.0 if found.same else None,
+        max_state_deviation=found.state_deviation if found.same or found.atol > 0 else None,
         max_deviation=found.loss_deviation,
         final_mse=None,
         mse_deviation=None,
@@ -239,6 +256,10 @@ def _parts(records: Observed) -> tuple[str, ...]:
     return (*PARTS, protocol.rng_part(CUDA)) if cuda else PARTS
 
 
+def _how(atol: float) -> str:
+    return "bit for bit" if atol == 0 else f"within atol {atol:g}"
+
+
 def _get(update: dict[str, Any], moment: str, key: str) -> Any:
     found = update.get(moment) or {}
     return found.get(key) if isinstance(found, dict) else None
@@ -250,6 +271,27 @@ def _label(moment: str, key: str) -> str:
 
 def _rank(rank: int | None) -> str:
     return "" if rank is None else f" (rank {rank})"
+
+
+def _gap(
+    mine: o.Observation, theirs: o.Observation | None, updates: tuple[int, int], field: tuple[str, str], at: tuple
+) -> float | None:
+    """How far apart one field of two updates is: the loss by its recorded value, a state by the values the
+    observer kept (None where it kept none: bit for bit, the digests are all there is)."""
+    if field == (o.LOSS, o.DIGEST):
+        return _loss_gap(*at)
+    x = mine.values(updates[0], *field)
+    y = theirs.values(updates[1], *field) if theirs is not None else None
+    if x is None or y is None:
+        return None
+    if len(x) != len(y):
+        return math.inf
+    gap = 0.0
+    for p, q in zip(x, y, strict=True):
+        if p != q:  # equal infinities match; NaN never does
+            d = abs(p - q)
+            gap = max(gap, d if d == d else math.inf)
+    return gap
 
 
 def _loss_gap(a: dict[str, Any], b: dict[str, Any]) -> float:

@@ -53,7 +53,7 @@ def verify(s: observed.ObservedSettings, out: Console) -> Verification:
 
 def _judge(s: observed.ObservedSettings, result: Verification, records: Records) -> None:
     continuous = records[CONTINUOUS]
-    result.determinism, check = observed_judge.determinism(continuous, records[REPEAT])
+    result.determinism, check = observed_judge.determinism(continuous, records[REPEAT], s.atol)
     checks: list[Check] = [check]
     for k in s.points:
         interrupted, resumed = point_names(k, k == s.primary)
@@ -62,18 +62,18 @@ def _judge(s: observed.ObservedSettings, result: Verification, records: Records)
         restored = observed_judge.restore(records[interrupted], records[resumed], step, resumed, reference)
         checks += [restored] if restored is not None else []
         if result.determinism.deterministic:  # else not comparable: a run that differs from itself loses nothing
-            result.resumes[resumed], check = observed_judge.resume(continuous, records[resumed], step, resumed)
+            result.resumes[resumed], check = observed_judge.resume(continuous, records[resumed], step, resumed, s.atol)
             said = restored is not None and restored.diagnosis is not None  # the restore's check names it once
             checks.append(replace(check, diagnosis=None) if said else check)
     interrupted, resumed = point_names(s.primary, True)
     full, stopped = records[resumed], records[interrupted]
     step = _stopped(stopped)
     if result.determinism.deterministic:
-        result.negative, check = observed_judge.negative(continuous, records[RESUMED_NO_RNG], full, step)
+        result.negative, check = observed_judge.negative(continuous, records[RESUMED_NO_RNG], full, step, s.atol)
         checks.append(check)
         for part in s.faults:
             faulty = records[f"{FAULT_PREFIX}{part}"]
-            result.faults[part], check = observed_judge.fault(continuous, faulty, full, step, part)
+            result.faults[part], check = observed_judge.fault(continuous, faulty, full, step, part, s.atol)
             checks.append(check)
     result.checks = checks
 
@@ -86,7 +86,7 @@ def _base(s: observed.ObservedSettings, trajectories: list[Trajectory], error: s
         protocol=observation.FORMAT,
         steps=s.steps,
         interrupt_at=s.points,
-        atol=0.0,
+        atol=s.atol,
         allowed={"unsafe_pickle": [], "opaque": []},
         environment=environment.of({}),  # the verifier's; the trainer writes no meta to read its own from
         trajectories={t.name: _record(s, t) for t in trajectories},

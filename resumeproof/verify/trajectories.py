@@ -34,6 +34,7 @@ class Observe:
     updates: frozenset[int] | str  # counted from 1, or as UPDATES_ENV writes them ("1-12")
     stop: tuple[str, int] | None = None  # end the process after update K (observation.STOP_ENV)
     block: tuple[str, ...] = ()  # the restores to make no-ops (observation.BLOCK_ENV)
+    values: bool = False  # keep the compared state by value too, for a tolerance (observation.VALUES_ENV)
 
 
 class TrajectoryError(ResumeproofError):
@@ -63,7 +64,9 @@ class Trajectory:
         if self.observe is None:
             return None
         watch = self.observe
-        return observation.environment(dict(os.environ), watch.record, watch.updates, watch.stop, watch.block)
+        return observation.environment(
+            dict(os.environ), watch.record, watch.updates, watch.stop, watch.block, watch.values
+        )
 
     def elapsed(self) -> float:
         if self.seconds is not None:

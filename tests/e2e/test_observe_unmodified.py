@@ -179,3 +179,40 @@ def test_a_script_that_differs_from_itself_gets_a_verdict_on_its_restore_and_no_
     assert doc["determinism"]["deterministic"] is False and doc["comparison"] == {}
     assert [c["passed"] for c in checks(doc, "restore")] == [True]  # what it restored is what it held
     assert not any(c.get("diagnosis") for c in doc["checks"])
+
+
+JITTERY = """
+import os, sys, torch
+torch.set_num_threads(1); torch.set_default_dtype(torch.float64); torch.manual_seed(0)
+run, steps = sys.argv[1], int(sys.argv[2])
+model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+done = 0
+if len(sys.argv) > 3:
+    saved = torch.load(sys.argv[3], weights_only=True)
+    model.load_state_dict(saved["model"]); optimizer.load_state_dict(saved["optimizer"])
+    torch.set_rng_state(saved["rng"]); done = saved["done"]
+os.makedirs(run, exist_ok=True)
+x = torch.linspace(-1, 1, 8).reshape(4, 2)
+jitter = int.from_bytes(os.urandom(4), "little") / 2**32 * 1e-12  # each process its own rounding, as atomics do
+for done in range(done + 1, steps + 1):
+    optimizer.zero_grad(); (model(x).pow(2).mean() + jitter * model[0].weight.sum()).backward(); optimizer.step()
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
+    torch.save({**state, "done": done}, f"{run}/{done}.pt")
+"""
+
+
+def test_within_atol_a_script_that_rounds_differently_in_every_process_passes_on_measured_values(tmp_path_factory):
+    """Bit for bit it differs from itself; within --atol its repeat and its resume are compared on the values the
+    observer kept, the gap is measured, and the negative control still diverges beyond it."""
+    script = tmp_path_factory.mktemp("jittery") / "jittery.py"
+    script.write_text(JITTERY)
+    train = f"{PY} -B {shlex.quote(str(script))} {{run}} {{steps}}"
+    extra = ("--atol", "1e-9", "--faults", "optimizer")
+    proc, doc, _ = observed(tmp_path_factory, "jittery", train, train + " {checkpoint}", "{run}/{step}.pt", *extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert doc["tolerance"]["atol"] == 1e-9 and checks(doc, "determinism")[0]["name"].endswith("within atol 1e-09")
+    resumed = doc["comparison"]["resumes"]["resumed"]
+    assert 0 < resumed["max_state_deviation"] <= 1e-9 and resumed["verdict"] == "concordant"
+    assert [c["passed"] for c in checks(doc, "restore")] == [True]  # the restore stays bit for bit
+    assert doc["negative_divergence_detected"] and doc["faults"]["optimizer"]["detected"]

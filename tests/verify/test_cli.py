@@ -67,7 +67,8 @@ def test_python_dash_m_resumeproof_is_the_command():
     [
         (("--checkpoint", "{run}/c"), "--resume-cmd"),
         (("--resume-cmd", "t {run} {steps} {checkpoint}"), "--checkpoint"),
-        (("--resume-cmd", "t {run} {steps} {checkpoint}", "--checkpoint", "{run}/c", "--atol", "0.1"), "--atol"),
+        (("--resume-cmd", "t {run} {steps} {checkpoint}", "--checkpoint", "{run}/c", "--atol", "-1"), "-1.0 must"),
+        (("--resume-cmd", "t {run} {steps} {checkpoint}", "--checkpoint", "{run}/c", "--segments", "2"), "--segments"),
         (("--resume-cmd", "t {run} {steps} {checkpoint}", "--checkpoint", "{run}/c", "--faults", "data"), "'data'"),
         (("--resume-cmd", "t {run} {steps}", "--checkpoint", "{run}/c"), "lacks {checkpoint}"),
     ],

@@ -2,6 +2,9 @@
 bit, the run's length, the restore against the interrupted process's inputs (generators only where drawn), and a
 negative control that cannot diverge saying why instead of passing as if it had."""
 
+import math
+from array import array
+
 from resumeproof.common import observation as o
 from resumeproof.verify import observed_judge as judge
 
@@ -54,3 +57,41 @@ def test_a_negative_control_that_cannot_diverge_says_why_and_claims_no_divergenc
     assert check.passed and "not applicable" in check.name and entry.verdict == "concordant"
     blocked = seen(dict(full[None].updates), blocked=("torch.set_rng_state",))
     assert "without power" in judge.negative(CONTINUOUS, blocked, full, 3)[1].name
+
+
+def valued(tmp_path, name: str, params: dict[int, list[float]], loss: float = 1.0) -> dict:
+    """A run whose records name the parameters by a digest of their values, with the values kept beside them (the
+    observer's VALUES_ENV), and `loss` added to every update's loss value."""
+    source = o.record_file(tmp_path / name, None)
+    updates = {}
+    for n, values in params.items():
+        updates[n] = update(loss=repr(values), params=repr(values))
+        updates[n][o.LOSS][o.VALUE] = loss
+        kept = o.values_file(source, n, o.AFTER, o.PARAMS)
+        kept.parent.mkdir(exist_ok=True)
+        kept.write_bytes(array("d", values).tobytes())
+        o.values_file(source, n, o.STEP, o.OPTIMIZER).write_bytes(b"")
+    return {None: o.Observation(rank=None, updates=updates, completed=max(params), source=source)}
+
+
+def test_within_a_tolerance_the_kept_values_decide_and_a_gap_is_measured_not_assumed(tmp_path):
+    continuous = valued(tmp_path, "continuous", {n: [0.5 * n, 1.0] for n in range(1, 5)})
+    close = valued(tmp_path, "resumed", {n - 2: [0.5 * n + 3e-10, 1.0] for n in range(3, 5)}, loss=1.0 + 2e-10)
+    entry, check = judge.resume(continuous, close, 2, "resumed", atol=1e-9)
+    assert check.passed and "within atol 1e-09" in check.name
+    assert 2e-10 < entry.max_state_deviation <= 4e-10 and 1e-10 < entry.max_deviation <= 3e-10
+    entry, check = judge.resume(continuous, close, 2, "resumed")  # bit for bit: the digests differ
+    assert not check.passed and check.first_mismatch == "update 3: loss" and entry.max_state_deviation is None
+    far = valued(tmp_path, "far", {n - 2: [0.5 * n + 1e-6, 1.0] for n in range(3, 5)})
+    entry, check = judge.resume(continuous, far, 2, "resumed", atol=1e-9)
+    assert not check.passed and check.first_mismatch == "update 3: parameters" and entry.max_state_deviation > 9e-7
+
+
+def test_within_a_tolerance_a_nan_or_values_never_kept_still_differ(tmp_path):
+    continuous = valued(tmp_path, "continuous", {n: [0.5 * n, 1.0] for n in range(1, 4)})
+    nan = valued(tmp_path, "nan", {1: [1.5, math.nan]})
+    assert judge.resume(continuous, nan, 2, "resumed", atol=1.0)[1].first_mismatch == "update 3: parameters"
+    unkept = valued(tmp_path, "unkept", {1: [1.5 + 1e-12, 1.0]})
+    o.values_file(unkept[None].source, 1, o.AFTER, o.PARAMS).unlink()
+    entry, check = judge.resume(continuous, unkept, 2, "resumed", atol=1.0)
+    assert not check.passed and entry.max_state_deviation is None
