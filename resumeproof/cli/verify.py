@@ -169,9 +169,8 @@ def run_verify(
         from resumeproof.verify import observed_verification
 
         given = [f"--{n.replace('_', '-')}" for n in NOT_OBSERVED if ctx_source(n) is COMMAND_LINE]
-        if given or interrupt_at == EPOCHS:
-            said = given[0] if given else f"--interrupt-at {EPOCHS}"
-            raise click.UsageError(f"{said} does not apply with --observe (docs/observe.md)")
+        if given:
+            raise click.UsageError(f"{given[0]} does not apply with --observe (docs/observe.md)")
         train_cmd, resume_cmd, checkpoint = with_preset(preset, train_cmd, resume_cmd, checkpoint)
         watched = parsed(
             lambda: _observed(
@@ -285,7 +284,8 @@ def _observed(
     return ObservedSettings(
         output=output,
         steps=steps,
-        points=settings.parse_points(interrupt_at, steps),
+        points=settings.parse_points(interrupt_at, steps),  # empty for epochs: read off the continuous run
+        infer_points=interrupt_at == EPOCHS,
         train_cmd=train_cmd,
         resume_cmd=resume_cmd,
         checkpoint=checkpoint,

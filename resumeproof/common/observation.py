@@ -9,16 +9,17 @@ process. The observer (resumeproof/observe/) writes one JSON document, atomicall
      "completed": 10, "stopped": null, "blocked": [], "failed": null}
 
 An UPDATE holds, in the order the update consumes them, digests (sha256 of the exact bytes) and a few numbers:
-`start` (the generators' states right after the previous update; the process's first update has none),
-`forward` (at the first forward pass: the generators, the batch entering the root module, the model's parameters
-and buffers), `loss` (the loss handed to backward, unscaled where a GradScaler scaled it), `step` (right before
-the optimizer's step: its state and every param group's hyper-parameters, every LR scheduler and GradScaler),
-`after` (right after the step: the generators, the gradients the step used, the parameters). `restores` lists
-every generator restore (`torch.set_rng_state`, `numpy.random.set_state`, `random.setstate`, the kit's
-`Generators.restore`, ...) with the state's digest and the update it came before. `completed` counts the updates
-the process finished; `stopped` is K where STOP_ENV asked the observer to end the process after update K (the
-record of update K+1 then holds its inputs up to the step it never took); `blocked` lists the restores BLOCK_ENV
-turned into no-ops that the trainer called. The document is written again when the process exits.
+`start` (the generators' states right after the previous update; the process's first update has none), `forward` (at
+the first forward pass: the generators, the batch entering the root module, the model's parameters and buffers),
+`loss` (the loss handed to backward, unscaled where a GradScaler scaled it), `step` (right before the optimizer's
+step: its state and every param group's hyper-parameters, every LR scheduler and GradScaler), `after` (right after
+the step: the generators, the gradients the step used, the parameters). `restores` lists every generator restore
+(`torch.set_rng_state`, `numpy.random.set_state`, `random.setstate`, the kit's `Generators.restore`, ...) with the
+state's digest and the update it came before. `iterators` lists the updates in progress when the process made a new
+DataLoader iterator (where an epoch, or an evaluation loop, starts); `completed` counts the updates the process
+finished; `stopped` is K where STOP_ENV asked the observer to end the process after update K (the record of update
+K+1 then holds its inputs up to the step it never took); `blocked` lists the restores BLOCK_ENV turned into no-ops
+that the trainer called. The document is written again when the process exits.
 
 This module is loaded by its path inside trainers that may not have this package installed (the observer's
 `sitecustomize`): it imports the standard library only.
@@ -134,6 +135,7 @@ class Observation:
     stopped: int | None = None  # the update after which the observer ended the process (STOP_ENV), if it did
     blocked: tuple[str, ...] = ()  # what the process tried to restore that the observer blocked (BLOCK_ENV)
     source: Path | None = None  # the record file it was read from
+    iterators: tuple[int, ...] = ()  # the updates in progress when a new DataLoader iterator was made
 
     def at(self, update: int) -> dict[str, Any] | None:
         return self.updates.get(update)
@@ -177,8 +179,8 @@ def read(path: Path) -> Observation | None:
         numbered = {int(n): moments for n, moments in updates.items() if isinstance(moments, dict)}
     except ValueError:
         return None
-    keys = ("restores", "rank", "completed", "stopped", "blocked")
-    restores, rank, completed, stopped, blocked = (document.get(key) for key in keys)
+    keys = ("restores", "rank", "completed", "stopped", "blocked", "iterators")
+    restores, rank, completed, stopped, blocked, iterators = (document.get(key) for key in keys)
     return Observation(
         rank=rank if isinstance(rank, int) else None,
         updates=numbered,
@@ -188,4 +190,5 @@ def read(path: Path) -> Observation | None:
         stopped=stopped if isinstance(stopped, int) else None,
         blocked=tuple(b for b in blocked if isinstance(b, str)) if isinstance(blocked, list) else (),
         source=path,
+        iterators=tuple(n for n in iterators if isinstance(n, int)) if isinstance(iterators, list) else (),
     )

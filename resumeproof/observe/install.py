@@ -42,6 +42,7 @@ def install(names: ModuleType, observer: ModuleType, block: ModuleType, environ:
     torch_optimizer.register_optimizer_step_post_hook(guarded(o, o.step_post))
     _losses(o)
     _built(o)
+    _iterators(o)
     _torch_restores(o, names)
     _python_restores(o, names)
     blocks = names.blocks_asked(environ.get(names.BLOCK_ENV))
@@ -140,6 +141,14 @@ def _built(o: Observer) -> None:
         return result
 
     scaler.step = stepping  # type: ignore[method-assign]
+
+
+def _iterators(o: Observer) -> None:
+    """Each new DataLoader iterator, torch's and torchdata's alike (their common base, private: a missing one leaves
+    `--interrupt-at epochs` without boundaries, which says so), with the update in progress."""
+    base = getattr(torch.utils.data.dataloader, "_BaseDataLoaderIter", None)
+    if base is not None:
+        _before(base, "__init__", guarded(o, lambda *args, **kwargs: o.iterators.add(o.update)))
 
 
 def _torch_restores(o: Observer, names: ModuleType) -> None:

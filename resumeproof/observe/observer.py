@@ -78,6 +78,7 @@ class Observer:
         self.update = 1  # the update in progress, counted in this process
         self.records: dict[int, Record] = {}
         self.restores: list[Record] = []
+        self.iterators: set[int] = set()  # the updates in progress when a DataLoader iterator was made
         self.failed: str | None = None
         self.depth = 0  # nested module forward passes in progress
         self.forwarded = self.lossed = self.stepped = False  # seen in the update in progress
@@ -246,6 +247,7 @@ class Observer:
             "completed": self.update - 1 if not self.stepped else self.update,
             "stopped": self.stopped,
             "blocked": self.blocked,
+            "iterators": sorted(self.iterators),
         }
         temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         temporary.write_text(json.dumps({**document, "failed": self.failed}, allow_nan=True))

@@ -19,6 +19,8 @@ from resumeproof.common import observation
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG
 from resumeproof.verify.plan import OBSERVED, point_names
+from resumeproof.verify.points import Epochs
+from resumeproof.verify.settings import primary_first
 from resumeproof.verify.trajectories import Observe, Trajectory, TrajectoryError
 
 RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"  # the placeholders
@@ -36,7 +38,7 @@ class ObservedError(ResumeproofError):
 class ObservedSettings:
     output: Path
     steps: int  # N: the continuous run's updates, `{steps}` in every command
-    points: tuple[int, ...]  # the interruption points k, the primary first
+    points: tuple[int, ...]  # the interruption points k, the primary first (empty until inferred)
     train_cmd: str
     resume_cmd: str
     checkpoint: str  # the pattern of the interrupted run's checkpoint: `{run}` and `{step}`
@@ -45,6 +47,7 @@ class ObservedSettings:
     jobs: int = 1
     timeout: float = 600.0
     atol: float = 0.0  # bit for bit unless asked: above 0 the observer keeps the compared state by value too
+    infer_points: bool = False  # --interrupt-at epochs: where the continuous run starts a new DataLoader iterator
 
     @property
     def primary(self) -> int:
@@ -140,6 +143,12 @@ def build(s: ObservedSettings) -> list[Trajectory]:
         _trajectory(s, name, s.train_cmd, Observe(s.output / OBSERVED / name, every, values=values))
         for name in (CONTINUOUS, REPEAT)
     ]
+    return plan + interrupted(s)
+
+
+def interrupted(s: ObservedSettings) -> list[Trajectory]:
+    """One interrupted run per point (none until the points are inferred)."""
+    plan = []
     for k in s.points:
         name = point_names(k, k == s.primary)[0]
         watch = Observe(s.output / OBSERVED / name, f"{k}-{k + 1}", stop=(s.stop, k))
@@ -201,6 +210,19 @@ def accept(s: ObservedSettings, t: Trajectory) -> None:
         found = checkpoint_of(s, t.output, step)
         if not found.exists():
             raise TrajectoryError(f"no checkpoint at {found} after update {step}{_written(s, t.output)}")
+
+
+def epoch_points(s: ObservedSettings, continuous: dict[int | None, observation.Observation]) -> tuple[int, ...]:
+    """`--interrupt-at epochs` read off the continuous run: every k after which it made a new DataLoader iterator
+    (an epoch starts, or an evaluation loop), and the middle of every stretch between them."""
+    first = continuous[min(continuous, key=lambda rank: -1 if rank is None else rank)]
+    boundaries = tuple(n - 1 for n in first.iterators if 2 <= n <= s.steps)
+    if not boundaries:
+        raise TrajectoryError(
+            "--interrupt-at epochs: the continuous run made no new DataLoader iterator after its first update, so "
+            "no epoch boundary shows (no DataLoader, one epoch within --steps, or persistent workers): give k"
+        )
+    return primary_first(Epochs(rows=0, boundaries=boundaries).points(s.steps))
 
 
 def stopped_at(seen: observation.Observation) -> int:

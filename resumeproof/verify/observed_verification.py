@@ -3,6 +3,7 @@ them from the observer's records (verify/observed_judge.py), and build the `Veri
 The command line turns its outcome into an exit code, as for a protocol trainer.
 """
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from rich.console import Console
@@ -15,7 +16,7 @@ from resumeproof.verify import environment, observed, observed_judge, terminal, 
 from resumeproof.verify.findings import Check
 from resumeproof.verify.plan import OBSERVED, point_names
 from resumeproof.verify.result import CheckedCheckpoint, TrajectoryRecord, Verification
-from resumeproof.verify.trajectories import DONE, SKIPPED, Trajectory, run_all
+from resumeproof.verify.trajectories import DONE, SKIPPED, Trajectory, TrajectoryError, run_all
 from resumeproof.verify.verification import record
 
 Records = dict[str, dict[int | None, observation.Observation]]
@@ -25,30 +26,43 @@ def verify(s: observed.ObservedSettings, out: Console) -> Verification:
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
     (s.output / OBSERVED).mkdir()
-    trajectories = observed.build(s)
+    trajectories = observed.build(s)  # with --interrupt-at epochs, the continuous run and its repeat first
+    with Live(terminal.progress(trajectories), console=out, refresh_per_second=8) as live:
+        error = _run(s, trajectories, lambda: live.update(terminal.progress(trajectories)))
+        if s.infer_points and error is None:
+            s, error = _inferred(s, trajectories[0])
+            if error is None:
+                trajectories += observed.interrupted(s)
+                error = _run(s, trajectories, lambda: live.update(terminal.progress(trajectories)))
+    if not out.is_terminal:
+        out.line()
+    result = _base(s, trajectories, error)
+    if error is None:
+        _judge(s, result, {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe})
+    result.write(s.output / "verification.json")
+    return result
+
+
+def _run(s: observed.ObservedSettings, trajectories: list[Trajectory], refresh: Callable[[], None]) -> str | None:
+    """Run what is queued, each interrupted run followed by its resumes; the first reason one failed, if any."""
 
     def resumes(done: Trajectory) -> list[Trajectory]:
         if done.observe is None or done.observe.stop is None:
             return []
         return observed.resumes(s, done, _stopped(observation.read_all(done.observe.record)))
 
-    with Live(terminal.progress(trajectories), console=out, refresh_per_second=8) as live:
-        run_all(
-            trajectories,
-            s.jobs,
-            s.timeout,
-            lambda done: observed.accept(s, done),
-            lambda: live.update(terminal.progress(trajectories)),
-            resumes,
-        )
-    if not out.is_terminal:
-        out.line()
-    error = next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
-    result = _base(s, trajectories, error)
-    if error is None:
-        _judge(s, result, {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe})
-    result.write(s.output / "verification.json")
-    return result
+    run_all(trajectories, s.jobs, s.timeout, lambda done: observed.accept(s, done), refresh, resumes)
+    return next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+
+
+def _inferred(s: observed.ObservedSettings, continuous: Trajectory) -> tuple[observed.ObservedSettings, str | None]:
+    """The settings with the points `--interrupt-at epochs` reads off the continuous run, or why it cannot."""
+    assert continuous.observe is not None
+    try:
+        found = observed.epoch_points(s, observation.read_all(continuous.observe.record))
+    except TrajectoryError as err:
+        return s, str(err)
+    return replace(s, points=found, infer_points=False), None
 
 
 def _judge(s: observed.ObservedSettings, result: Verification, records: Records) -> None:

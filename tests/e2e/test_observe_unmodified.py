@@ -216,3 +216,55 @@ def test_within_atol_a_script_that_rounds_differently_in_every_process_passes_on
     assert 0 < resumed["max_state_deviation"] <= 1e-9 and resumed["verdict"] == "concordant"
     assert [c["passed"] for c in checks(doc, "restore")] == [True]  # the restore stays bit for bit
     assert doc["negative_divergence_detected"] and doc["faults"]["optimizer"]["detected"]
+
+
+EPOCHS = """
+import os, sys, torch
+torch.set_num_threads(1); torch.set_default_dtype(torch.float64); torch.manual_seed(0)
+run, steps = sys.argv[1], int(sys.argv[2])
+x = torch.linspace(-1, 1, 24).reshape(12, 2)
+order = torch.Generator().manual_seed(0)
+loader = torch.utils.data.DataLoader(
+    torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True).sin()), batch_size=4, shuffle=True, generator=order
+)
+model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+done = 0
+if len(sys.argv) > 3:
+    saved = torch.load(sys.argv[3], weights_only=True)
+    model.load_state_dict(saved["model"]); optimizer.load_state_dict(saved["optimizer"])
+    order.set_state(saved["order"]); done = saved["done"]
+os.makedirs(run, exist_ok=True)
+skip = done % len(loader)
+while done < steps:
+    start = order.get_state()  # the epoch's order is drawn from it when its iterator starts
+    for i, (inputs, targets) in enumerate(loader):
+        if i < skip:
+            continue
+        optimizer.zero_grad(); torch.nn.functional.mse_loss(model(inputs), targets).backward(); optimizer.step()
+        done += 1
+        # The bug: at an epoch's end this saves the order that epoch was drawn from, not the next one's.
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "order": start, "done": done}
+        torch.save(state, f"{run}/{done}.pt")
+        if done == steps:
+            break
+    skip = 0
+"""
+
+
+def test_epochs_read_off_the_dataloader_iterators_find_a_bug_that_only_an_epoch_boundary_shows(tmp_path_factory):
+    """`--interrupt-at epochs` with no history: the boundaries are where the script made a new DataLoader iterator
+    (3 batches an epoch: k = 3), with a point inside each epoch (1, 4). Mid-epoch the resume is exact; at the
+    boundary the script replays the finished epoch's order, and the data position is named."""
+    script = tmp_path_factory.mktemp("epochs") / "epochs.py"
+    script.write_text(EPOCHS)
+    train = f"{PY} -B {shlex.quote(str(script))} {{run}} {{steps}}"
+    args = ["--observe", "--steps", "6", "--interrupt-at", "epochs", "--jobs", "2", "--train-cmd", train]
+    args += ["--resume-cmd", train + " {checkpoint}", "--checkpoint", "{run}/{step}.pt"]
+    proc, doc, _ = verification(tmp_path_factory, "epochs", *args)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert sorted(doc["interrupt_at"]) == [1, 3, 4]
+    verdicts = {c["trajectory"]: c["passed"] for c in checks(doc, "restore")}
+    assert verdicts == {"resumed": True, "resumed-3": False, "resumed-4": True}
+    (failed,) = [c for c in checks(doc, "restore") if not c["passed"]]
+    assert failed["diagnosis"]["lost"] == "data" and failed["diagnosis"]["step"] == 4

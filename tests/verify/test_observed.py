@@ -45,3 +45,14 @@ def test_a_run_without_records_or_without_its_checkpoint_is_refused_with_what_it
     o.record_file(record, None).write_text(json.dumps(document))
     with pytest.raises(TrajectoryError, match=r"no checkpoint at .*ckpt_5.pt after update 5 \(it wrote .*ckpt_4.pt"):
         observed.accept(s, t)
+
+
+def test_epochs_are_read_off_the_iterators_of_the_first_rank_and_none_is_refused_saying_why(tmp_path):
+    s = observed.ObservedSettings(tmp_path, 10, (), "t {run} {steps}", "t {run} {steps} {checkpoint}", "{run}/c")
+    seen = {
+        1: o.Observation(rank=1, updates={}, iterators=(1, 6)),
+        0: o.Observation(rank=0, updates={}, iterators=(1, 5, 9, 11)),
+    }
+    assert observed.epoch_points(s, seen) == (2, 4, 6, 8, 9)  # after 4 and 8, the middles 2, 6 and 9; 10 ends it
+    with pytest.raises(TrajectoryError, match="no new DataLoader iterator after its first update"):
+        observed.epoch_points(s, {None: o.Observation(rank=None, updates={}, iterators=(1,))})
