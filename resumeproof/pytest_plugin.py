@@ -100,7 +100,8 @@ def resume_verification(tmp_path: Path) -> Callable[..., Outcome]:
 
     Options are the command's, in Python spelling: steps=, interrupt_at=, faults=, segments=[...],
     allow_unsafe_pickle=[...], check_cadence=True, atol=, timeout=, jobs= (default: cores / xdist
-    workers), cwd= (where the command runs; default: the current directory)."""
+    workers), cwd= (where the command runs; default: the current directory); for a script as it is,
+    observe=True with resume_cmd=, checkpoint=, and preset= or stop= (docs/observe.md)."""
     runs = itertools.count()
 
     def run(train_cmd: str, *, cwd: str | Path | None = None, extra: Sequence[str] = (), **options: Any) -> Outcome:

@@ -52,16 +52,6 @@ def test_a_nanogpt_style_script_that_saves_its_generator_resumes_exactly_and_eve
     assert checked["verdict"] == "accepted" and checked["path"].endswith("ckpt_3.pt")
 
 
-def test_nanogpts_own_resume_reseeds_the_generator_and_is_caught_at_its_first_update(tmp_path_factory):
-    train, resume = NANOGPT + " --no-rng-in-checkpoint", NANOGPT + " --resume {checkpoint}"
-    proc, doc, _ = observed(tmp_path_factory, "nanogpt-bug", train, resume, "{run}/ckpt_{step}.pt")
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    (restore,) = checks(doc, "restore")
-    assert not restore["passed"] and restore["first_mismatch"] == "generators"
-    assert (restore["diagnosis"]["lost"], restore["diagnosis"]["step"]) == ("rng-torch", 4)
-    assert "lost rng-torch at update 4" in proc.stderr
-
-
 def test_a_preemptible_script_stopped_by_sigterm_resumes_exactly(tmp_path_factory):
     resume = PREEMPTIBLE + " --from {checkpoint}"
     extra = ("--stop", "sigterm", "--faults", "scheduler")

@@ -38,6 +38,30 @@ def test_a_faulty_trainer_fails_the_users_test_with_the_diagnosis_in_the_message
     assert "verification.json" in out
 
 
+def test_an_unmodified_script_is_verified_from_a_users_test_with_observe_and_its_bug_named(tmp_path):
+    """nanoGPT's own resume reseeds the generator (examples/unmodified/nanogpt_style.py --no-rng-in-checkpoint):
+    caught at its first resumed update by the restore check, from a user's test through the fixture."""
+    script = REPO / "examples" / "unmodified" / "nanogpt_style.py"
+    train = f"{sys.executable} -B {script} --max-iters {{steps}} --out-dir {{run}} --no-rng-in-checkpoint"
+    (tmp_path / "test_unmodified.py").write_text(
+        textwrap.dedent(f"""
+            def test_resume(resume_verification):
+                result = resume_verification(
+                    {train!r}, observe=True, resume_cmd={train + " --resume {checkpoint}"!r},
+                    checkpoint="{{run}}/ckpt_{{step}}.pt", steps=6, interrupt_at=3,
+                )
+                (restore,) = [c for c in result.document["checks"] if c["kind"] == "restore"]
+                assert not restore["passed"] and restore["first_mismatch"] == "generators"
+                assert (restore["diagnosis"]["lost"], restore["diagnosis"]["step"]) == ("rng-torch", 4)
+                assert result, result.explanation
+        """)
+    )
+    proc = pytest_in(tmp_path, "-p", "no:cacheprovider")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 failed" in proc.stdout and "assert Outcome(exit_code=1" in proc.stdout  # the last assert, not before
+    assert "diagnosis resumed: lost rng-torch at update 4 (the first resumed one)" in proc.stdout
+
+
 FOREIGN_SESSION = """
 import sys, pytest
 code = pytest.main(["-q", "-p", "no:cacheprovider", sys.argv[1]])
