@@ -140,40 +140,10 @@ def test_a_ddp_script_that_restores_rank_0s_generator_on_every_rank_is_caught_on
     assert "(rank 1)" in restore["detail"] and "(rank 0)" not in restore["detail"]
 
 
-UNSEEDED = """
+SMALL = """
 import os, sys, torch
-torch.set_num_threads(1)
-run, steps = sys.argv[1], int(sys.argv[2])
-model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))  # unseeded
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-done = 0
-if len(sys.argv) > 3:
-    saved = torch.load(sys.argv[3], weights_only=True)
-    model.load_state_dict(saved["model"]); optimizer.load_state_dict(saved["optimizer"])
-    torch.set_rng_state(saved["rng"]); done = saved["done"]
-os.makedirs(run, exist_ok=True)
-x = torch.linspace(-1, 1, 8).reshape(4, 2)
-for done in range(done + 1, steps + 1):
-    optimizer.zero_grad(); model(x).pow(2).mean().backward(); optimizer.step()
-    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
-    torch.save({**state, "done": done}, f"{run}/{done}.pt")
-"""
-
-
-def test_a_script_that_differs_from_itself_gets_a_verdict_on_its_restore_and_no_part_is_blamed(tmp_path_factory):
-    script = tmp_path_factory.mktemp("unseeded") / "unseeded.py"
-    script.write_text(UNSEEDED)
-    train = f"{PY} -B {shlex.quote(str(script))} {{run}} {{steps}}"
-    proc, doc, _ = observed(tmp_path_factory, "unseeded", train, train + " {checkpoint}", "{run}/{step}.pt")
-    assert proc.returncode == 1 and "NOT DETERMINISTIC" in proc.stderr, proc.stderr[-3000:]
-    assert doc["determinism"]["deterministic"] is False and doc["comparison"] == {}
-    assert [c["passed"] for c in checks(doc, "restore")] == [True]  # what it restored is what it held
-    assert not any(c.get("diagnosis") for c in doc["checks"])
-
-
-JITTERY = """
-import os, sys, torch
-torch.set_num_threads(1); torch.set_default_dtype(torch.float64); torch.manual_seed(0)
+torch.set_num_threads(1); torch.set_default_dtype(torch.float64)
+SEED
 run, steps = sys.argv[1], int(sys.argv[2])
 model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -186,18 +156,32 @@ os.makedirs(run, exist_ok=True)
 x = torch.linspace(-1, 1, 8).reshape(4, 2)
 jitter = int.from_bytes(os.urandom(4), "little") / 2**32 * 1e-12  # each process its own rounding, as atomics do
 for done in range(done + 1, steps + 1):
-    optimizer.zero_grad(); (model(x).pow(2).mean() + jitter * model[0].weight.sum()).backward(); optimizer.step()
+    optimizer.zero_grad(); (model(x).pow(2).mean() + JITTER * model[0].weight.sum()).backward(); optimizer.step()
     state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
     torch.save({**state, "done": done}, f"{run}/{done}.pt")
 """
 
 
+def small(tmp_path_factory, name: str, seed: str, jitter: str) -> str:
+    """A small script's command: `seed` its seeding (or none), `jitter` what each process adds to its gradient."""
+    script = tmp_path_factory.mktemp(name) / f"{name}.py"
+    script.write_text(SMALL.replace("SEED", seed).replace("JITTER", jitter))
+    return f"{PY} -B {shlex.quote(str(script))} {{run}} {{steps}}"
+
+
+def test_a_script_that_differs_from_itself_gets_a_verdict_on_its_restore_and_no_part_is_blamed(tmp_path_factory):
+    train = small(tmp_path_factory, "unseeded", seed="", jitter="0")
+    proc, doc, _ = observed(tmp_path_factory, "unseeded", train, train + " {checkpoint}", "{run}/{step}.pt")
+    assert proc.returncode == 1 and "NOT DETERMINISTIC" in proc.stderr, proc.stderr[-3000:]
+    assert doc["determinism"]["deterministic"] is False and doc["comparison"] == {}
+    assert [c["passed"] for c in checks(doc, "restore")] == [True]  # what it restored is what it held
+    assert not any(c.get("diagnosis") for c in doc["checks"])
+
+
 def test_within_atol_a_script_that_rounds_differently_in_every_process_passes_on_measured_values(tmp_path_factory):
     """Bit for bit it differs from itself; within --atol its repeat and its resume are compared on the values the
     observer kept, the gap is measured, and the negative control still diverges beyond it."""
-    script = tmp_path_factory.mktemp("jittery") / "jittery.py"
-    script.write_text(JITTERY)
-    train = f"{PY} -B {shlex.quote(str(script))} {{run}} {{steps}}"
+    train = small(tmp_path_factory, "jittery", seed="torch.manual_seed(0)", jitter="jitter")
     extra = ("--atol", "1e-9", "--faults", "optimizer")
     proc, doc, _ = observed(tmp_path_factory, "jittery", train, train + " {checkpoint}", "{run}/{step}.pt", *extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
