@@ -6,7 +6,6 @@ The command line turns its outcome into an exit code, as for a protocol trainer.
 from dataclasses import replace
 
 from rich.console import Console
-from rich.live import Live
 
 from resumeproof.common import observation
 from resumeproof.common.errors import refuse_existing
@@ -15,7 +14,7 @@ from resumeproof.verify import environment, observed, observed_judge, terminal
 from resumeproof.verify.findings import Check
 from resumeproof.verify.plan import OBSERVED, point_names
 from resumeproof.verify.result import Verification
-from resumeproof.verify.trajectories import SKIPPED, Trajectory, run_all
+from resumeproof.verify.trajectories import Trajectory, first_error
 from resumeproof.verify.verification import record
 
 Records = dict[str, dict[int | None, observation.Observation]]
@@ -33,18 +32,8 @@ def verify(s: observed.ObservedSettings, out: Console) -> Verification:
         seen = observation.read_all(done.observe.record)
         return observed.resumes(s, done, observed.stopped_at(seen[min(seen, key=_rank_order)]))
 
-    with Live(terminal.progress(trajectories), console=out, refresh_per_second=8) as live:
-        run_all(
-            trajectories,
-            s.jobs,
-            s.timeout,
-            lambda done: observed.accept(s, done),
-            lambda: live.update(terminal.progress(trajectories)),
-            resumes,
-        )
-    if not out.is_terminal:
-        out.line()
-    error = next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+    terminal.run_live(out, trajectories, s.jobs, s.timeout, lambda done: observed.accept(s, done), resumes)
+    error = first_error(trajectories)
     result = _base(s, trajectories, error)
     if error is None:
         _judge(s, result, {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe})
