@@ -145,6 +145,8 @@ def test_a_missing_checkpoint_is_one_line_and_creates_nothing(tmp_path):
     code, said = cli(tmp_path / "gone.pt", *BRANCHES, "--output", tmp_path / "f")
     assert code == 2 and said == f"resumeproof fork: error: CHECKPOINT {tmp_path / 'gone.pt'}: missing\n"
     assert not (tmp_path / "f").exists()
+    debug = CliRunner().invoke(main, ["fork", str(tmp_path / "gone.pt"), *BRANCHES, "--output", "f", "--debug"])
+    assert debug.exit_code != 0 and "missing" in str(debug.exception)  # --debug: the exception itself, raised
 
 
 def test_a_branch_named_twice_is_refused_before_anything_runs(tmp_path):

@@ -1,10 +1,12 @@
-"""What a fork refuses before anything runs: a checkpoint that is missing or not held to its sidecar, an output that
-holds anything; nothing is created on the way."""
+"""What a fork refuses before anything runs (a checkpoint that is missing or not held to its sidecar, an output that
+holds anything; nothing is created on the way), and after: a checkpoint written while it was resumed from."""
 
 import pytest
 
+from resumeproof.common import fingerprint
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify import fork
+from resumeproof.verify.accepted import CheckpointInfo
 
 
 def test_a_missing_checkpoint_is_named_as_typed(tmp_path):
@@ -35,3 +37,16 @@ def test_an_absent_or_empty_output_is_taken(tmp_path):
     (tmp_path / "empty").mkdir()
     fork._claim(tmp_path / "empty")
     assert (tmp_path / "new" / "fork").is_dir()
+
+
+def test_a_source_or_a_copy_written_during_the_fork_is_an_error(tmp_path):
+    def signed(name: str) -> CheckpointInfo:
+        (tmp_path / name).write_bytes(b"state")
+        return CheckpointInfo(tmp_path / name, fingerprint.sha256_file(tmp_path / name), 0, ())
+
+    source, copies = signed("source.pt"), {"control": signed("control.pt"), "low": signed("low.pt")}
+    assert fork._unchanged(source, copies) is None
+    (tmp_path / "low.pt").write_bytes(b"written by its trainer")
+    assert fork._unchanged(source, copies) == f"low: {tmp_path / 'low.pt'} changed while it was resumed from"
+    (tmp_path / "source.pt").write_bytes(b"written")
+    assert fork._unchanged(source, copies) == f"CHECKPOINT {tmp_path / 'source.pt'}: changed during the fork"
