@@ -1,6 +1,7 @@
 """What every command of the `resumeproof` CLI shares: the help flags, `--debug`, the name the user typed, and
 an option parser's refusal as a usage error."""
 
+import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -16,6 +17,24 @@ CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 def debug_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")(command)
+
+
+def jobs_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    option = click.option(
+        "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores", help="At once."
+    )
+    return option(command)
+
+
+def timeout_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--timeout`: the seconds `what` (a trajectory, a branch) may run before it is killed."""
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=600.0,
+        show_default=True,
+        help=f"Seconds {what} may run before it is killed.",
+    )
 
 
 def prog() -> str:

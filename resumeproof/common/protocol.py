@@ -75,6 +75,8 @@ CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG = "continuous", "interrupted", 
 REPEAT = "continuous-repeat"  # the continuous run again: a run that differs from itself is not deterministic
 CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not disturb the run
 FAULT_PREFIX, CHAIN_PREFIX = "fault-", "chain"
+# The branches `resumeproof fork` always runs besides the user's (docs/fork.md): without overrides, and its repeat.
+CONTROL, CONTROL_REPEAT = "control", "control-repeat"
 
 
 class CheckKind(StrEnum):
@@ -90,6 +92,9 @@ class CheckKind(StrEnum):
     DETERMINISM = "determinism"  # the continuous run equals a repeat of itself
     FINITE = "finite"  # the continuous run's outputs are finite where an output must be usable
     CHAOS = "chaos"  # a check of the chaos test
+    CONTINUES = "continues"  # a fork's branch continues the original run's history, never reset
+    CONTINUATION = "continuation"  # a fork's control reproduces the original run's updates after the fork point
+    INPUTS = "inputs"  # a fork's branch starts its first update from the control's weights, moments, generators, batch
     LEGACY = "legacy"  # a check read from a document written before checks carried their identity
 
 

@@ -29,6 +29,7 @@ from resumeproof.verify.diagnosis import part_for
 from resumeproof.verify.findings import DIRECT, Diagnosis
 
 RULE = DIRECT
+CONTINUOUS_RUN = "the continuous run"
 BEFORE_FORWARD = "drawn before the forward pass"
 Observed = Mapping[int | None, o.Observation]  # one record per rank (None: a process without a launcher)
 
@@ -44,6 +45,7 @@ class Update:
     unseen: tuple[str, ...] = ()  # declared generator parts the observer cannot see (a trainer's torch.Generator)
     rows_same: bool | None = None  # the history's rows of update k+1 agree (the summaries say it), None: unknown
     replayed: int | None = None  # the continuous update whose batch the first resumed update received instead
+    reference: str = CONTINUOUS_RUN  # what the first update is held against, as the explanations name it
 
     def get(self, which: str, moment: str, key: str) -> Any:
         found = getattr(self, which).get(moment) or {}
@@ -63,11 +65,17 @@ class Found:
 
 
 def diagnose(
-    continuous: Observed, resumed: Observed, k: int, parts: tuple[str, ...], rows_same: bool | None = None
+    continuous: Observed,
+    resumed: Observed,
+    k: int,
+    parts: tuple[str, ...],
+    rows_same: bool | None = None,
+    checks: "Checks | None" = None,
+    reference: str = CONTINUOUS_RUN,
 ) -> Diagnosis | None:
     """The first difference of the first resumed update, in causal order over every rank at once (a rank's other
     batch comes before the gradients every rank then shares); None where the records cannot tell (none, another
-    number of ranks) or show the first resumed update the same as the continuous run's."""
+    number of ranks) or show the first resumed update the same as the continuous run's. `checks`: CHECKS or some."""
     if not continuous or set(continuous) != set(resumed):
         return None
     updates: dict[int | None, Update] = {}
@@ -78,9 +86,9 @@ def diagnose(
         before, restores = continuous[rank].at(k) or {}, resumed[rank].restores
         replayed = _replayed(continuous[rank], first, k)
         rows = rows_same if rows_same is not None or replayed is None else False  # another update's rows
-        updates[rank] = Update(before, then, first, restores, _unseen(then, parts), rows, replayed)
+        updates[rank] = Update(before, then, first, restores, _unseen(then, parts), rows, replayed, reference)
     same: list[str] = []
-    for label, check in CHECKS:
+    for label, check in CHECKS if checks is None else checks:
         found = {rank: f for rank, update in updates.items() if (f := check(update)) is not None}
         if found:
             rank, finding = next(iter(found.items()))
@@ -142,7 +150,7 @@ def _batch(u: Update) -> Found | None:
     tell which."""
     found = _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u)
     if found is not None and u.replayed is not None:
-        return Found(f"the batch differs: it is the continuous run's batch of update {u.replayed}", DATA)
+        return Found(f"the batch differs: it is {u.reference}'s batch of update {u.replayed}", DATA)
     if found is None or not u.unseen:
         return found
     return Found(found.said, None, f"the data position, or {', '.join(u.unseen)} (unseen by the observer), drew it")
@@ -250,26 +258,24 @@ def _generator(u: Update, group: str, name: str, when: str, mine: str | None) ->
     if expected is not None and mine == expected:  # the right state, and the update's draws were not taken from it
         if u.rows_same is False:
             why = "what decides the draws (the data position: an epoch's start, a cursor) was not restored"
-            return _Generator(owner, name, "was not drawn from as in the continuous run", position, why)
+            return _Generator(owner, name, f"was not drawn from as in {u.reference}", position, why)
         if u.rows_same and batch[0] != batch[1]:
             why = "the batch's draws (augmentation) came before the restore: restore it before the first batch"
             return _Generator(owner, name, "was restored after the batch drew from it", rng_part(name), why)
-        return _Generator(owner, name, "was not drawn from as in the continuous run", None)
+        return _Generator(owner, name, f"was not drawn from as in {u.reference}", None)
     if expected is not None and restores and restores[-1].get("digest") == expected:
         if when == BEFORE_FORWARD and batch[0] != batch[1] and u.rows_same is not True:  # other rows, or unknown
             why = "the data pipeline started again elsewhere (an iterator rebuilt at another position drew from it)"
             if u.replayed is not None:
-                why += f": the batch is the continuous run's of update {u.replayed}"
+                why += f": the batch is {u.reference}'s of update {u.replayed}"
             what = "was drawn from between its restore and the update, and the batch differs"
             return _Generator(owner, name, what, position if u.rows_same is False else None, why)
         why = (
             "something drew from it between the restore and its first use (e.g. a DataLoader iterator created "
             "after the restore draws its base seed from it): restore it last, right before the loop"
         )
-        return _Generator(
-            owner, name, "was restored to the continuous run's state, then drawn from", rng_part(name), why
-        )
-    what = "was set to another state than the continuous run's (seeded or restored)" if restores else "was not restored"
+        return _Generator(owner, name, f"was restored to {u.reference}'s state, then drawn from", rng_part(name), why)
+    what = f"was set to another state than {u.reference}'s (seeded or restored)" if restores else "was not restored"
     return _Generator(owner, name, what, rng_part(name))
 
 
@@ -298,7 +304,8 @@ def _diagnosis(
 
 _GRADIENTS = "the same loss gives other gradients: a gradient accumulated before the update was not restored"
 _AFTER = "every input of the update is the same and the parameters after it differ"
-CHECKS: list[tuple[str, Callable[[Update], Found | None]]] = [
+Checks = list[tuple[str, Callable[[Update], Found | None]]]
+CHECKS: Checks = [
     ("generators", _generators(o.FORWARD, BEFORE_FORWARD)),
     ("batch", _batch),
     ("model", _moment(o.FORWARD, o.MODEL, "the model entering the update:", MODEL)),

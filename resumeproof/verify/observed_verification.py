@@ -3,11 +3,9 @@ them from the observer's records (verify/observed_judge.py), and build the `Veri
 The command line turns its outcome into an exit code, as for a protocol trainer.
 """
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from rich.console import Console
-from rich.live import Live
 
 from resumeproof.common import observation
 from resumeproof.common.errors import refuse_existing
@@ -16,7 +14,7 @@ from resumeproof.verify import environment, observed, observed_judge, terminal, 
 from resumeproof.verify.findings import Check
 from resumeproof.verify.plan import OBSERVED, point_names
 from resumeproof.verify.result import CheckedCheckpoint, TrajectoryRecord, Verification
-from resumeproof.verify.trajectories import DONE, SKIPPED, Trajectory, TrajectoryError, run_all
+from resumeproof.verify.trajectories import DONE, Trajectory, TrajectoryError, first_error
 from resumeproof.verify.verification import record
 
 Records = dict[str, dict[int | None, observation.Observation]]
@@ -27,15 +25,12 @@ def verify(s: observed.ObservedSettings, out: Console) -> Verification:
     (s.output / "logs").mkdir(parents=True)
     (s.output / OBSERVED).mkdir()
     trajectories = observed.build(s)  # with --interrupt-at epochs, the continuous run and its repeat first
-    with Live(terminal.progress(trajectories), console=out, refresh_per_second=8) as live:
-        error = _run(s, trajectories, lambda: live.update(terminal.progress(trajectories)))
-        if s.infer_points and error is None:
-            s, error = _inferred(s, trajectories[0])
-            if error is None:
-                trajectories += observed.interrupted(s)
-                error = _run(s, trajectories, lambda: live.update(terminal.progress(trajectories)))
-    if not out.is_terminal:
-        out.line()
+    error = _run(s, trajectories, out)
+    if s.infer_points and error is None:
+        s, error = _inferred(s, trajectories[0])
+        if error is None:
+            trajectories += observed.interrupted(s)
+            error = _run(s, trajectories, out)
     result = _base(s, trajectories, error)
     if error is None:
         _judge(s, result, {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe})
@@ -43,7 +38,7 @@ def verify(s: observed.ObservedSettings, out: Console) -> Verification:
     return result
 
 
-def _run(s: observed.ObservedSettings, trajectories: list[Trajectory], refresh: Callable[[], None]) -> str | None:
+def _run(s: observed.ObservedSettings, trajectories: list[Trajectory], out: Console) -> str | None:
     """Run what is queued, each interrupted run followed by its resumes; the first reason one failed, if any."""
 
     def resumes(done: Trajectory) -> list[Trajectory]:
@@ -51,8 +46,8 @@ def _run(s: observed.ObservedSettings, trajectories: list[Trajectory], refresh: 
             return []
         return observed.resumes(s, done, _stopped(observation.read_all(done.observe.record)))
 
-    run_all(trajectories, s.jobs, s.timeout, lambda done: observed.accept(s, done), refresh, resumes)
-    return next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+    terminal.run_live(out, trajectories, s.jobs, s.timeout, lambda done: observed.accept(s, done), resumes)
+    return first_error(trajectories)
 
 
 def _inferred(s: observed.ObservedSettings, continuous: Trajectory) -> tuple[observed.ObservedSettings, str | None]:

@@ -7,15 +7,17 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.live import Live
 from rich.table import Table
 
 from resumeproof.common import observation
 from resumeproof.common.protocol import CheckKind
+from resumeproof.verify.accepted import Accepted
 from resumeproof.verify.chaos_result import ChaosResult
 from resumeproof.verify.findings import CONCORDANT, Check, Resume, diagnosed
 from resumeproof.verify.result import Verification
 from resumeproof.verify.settings import FLAT
-from resumeproof.verify.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory
+from resumeproof.verify.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory, run_all
 
 STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
 # check -> column header of the fault matrix (short, so that it fits 80 columns)
@@ -64,6 +66,23 @@ def progress(trajectories: list[Trajectory]) -> Table:
         code = "" if t.exit_code is None else str(t.exit_code)
         table.add_row(t.name, f"[{style}]{t.status}[/]", f"{t.elapsed():.2f}", code)
     return table
+
+
+def run_live(
+    out: Console,
+    trajectories: list[Trajectory],
+    jobs: int,
+    timeout: float,
+    accept: Callable[[Trajectory], Accepted | None],
+    expand: Callable[[Trajectory], list[Trajectory]] | None = None,
+) -> None:
+    """Run the trajectories (verify/trajectories.py) with the live display of their progress on `out`."""
+    with Live(progress(trajectories), console=out, refresh_per_second=8) as live:
+        run_all(
+            trajectories, jobs, timeout, accept, lambda: live.update(progress(trajectories)), expand or (lambda d: [])
+        )
+    if not out.is_terminal:
+        out.line()  # Live ends its last line only on a terminal
 
 
 def _fmt(value: Any) -> str:

@@ -109,6 +109,11 @@ def run_all(
     refresh()
 
 
+def first_error(trajectories: list[Trajectory]) -> str | None:
+    """Why the first trajectory that failed did (one skipped only follows another's failure); None: none failed."""
+    return next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+
+
 def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted | None]) -> str | None:
     """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
     try:

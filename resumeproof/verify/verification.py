@@ -8,7 +8,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.live import Live
 
 from resumeproof.common import observation, protocol
 from resumeproof.common.errors import refuse_existing
@@ -19,7 +18,7 @@ from resumeproof.verify.expectation import Expect
 from resumeproof.verify.findings import DIVERGENT
 from resumeproof.verify.result import TrajectoryRecord, Verification
 from resumeproof.verify.settings import ALL, FLAT, Settings, primary_first
-from resumeproof.verify.trajectories import SKIPPED, Trajectory, TrajectoryError, run_all
+from resumeproof.verify.trajectories import Trajectory, TrajectoryError, first_error
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
     from resumeproof.verify.evaluate import Evaluated
@@ -35,7 +34,7 @@ def verify(s: Settings, out: Console) -> Verification:
     s, trajectories, error = _planned(s, out)
     if error is None:
         _run(trajectories, s, out, lambda done: _declared_faults(s, done))
-        error = _first_error(trajectories)
+        error = first_error(trajectories)
     evaluated = None
     if error is None:
         evaluated = _with_evidence(trajectories, s, out)
@@ -156,17 +155,7 @@ def _evidence_trajectories(
 
 
 def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any = None) -> None:
-    with Live(terminal.progress(trajectories), console=out, refresh_per_second=8) as live:
-        run_all(
-            trajectories,
-            s.jobs,
-            s.timeout,
-            lambda done: _accept(done, s),
-            lambda: live.update(terminal.progress(trajectories)),
-            expand or (lambda done: []),
-        )
-    if not out.is_terminal:
-        out.line()  # Live ends its last line only on a terminal
+    terminal.run_live(out, trajectories, s.jobs, s.timeout, lambda done: _accept(done, s), expand)
 
 
 def _accept(t: Trajectory, s: Settings) -> Accepted:
@@ -174,10 +163,6 @@ def _accept(t: Trajectory, s: Settings) -> Accepted:
     from resumeproof.verify import accept
 
     return accept.accept(t, s.allow)
-
-
-def _first_error(trajectories: list[Trajectory]) -> str | None:
-    return next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
 
 
 def _summaries(trajectories: list[Trajectory]) -> dict[str, dict[str, Any]]:

@@ -21,6 +21,7 @@ def resumeproof(*args: str) -> subprocess.CompletedProcess:
         ((), "verify"),
         (("verify",), "--train-cmd"),
         (("chaos",), "--kills"),
+        (("fork",), "--branch NAME=OVERRIDES"),
         (("flat",), "export"),
         (("flat", "export"), "CHECKPOINT OUT"),
         (("flat", "inspect"), "PATH"),
