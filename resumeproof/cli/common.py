@@ -18,6 +18,13 @@ def debug_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")(command)
 
 
+def timeout_option(said: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--timeout: the seconds a training process may run before it is killed (`said` says which process)."""
+    return click.option(
+        "--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True, help=said
+    )
+
+
 def prog() -> str:
     """The command as the user typed it (`verify_resume.py`, `resumeproof verify`, ...), for error lines."""
     return click.get_current_context().command_path

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 
-from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, debug_option, parsed, prog
+from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, debug_option, parsed, prog, timeout_option
 from resumeproof.common import observation, protocol
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
 from resumeproof.verify import settings
@@ -53,13 +53,7 @@ NOT_OBSERVED = (
     help="Command of every resuming process (e.g. torchrun at another world size).  [default: --train-cmd]",
 )
 @click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores", help="At once.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=600.0,
-    show_default=True,
-    help="Seconds a trajectory may run before it is killed.",
-)
+@timeout_option("Seconds a trajectory may run before it is killed.")
 @click.option(
     "--faults",
     metavar="all|PART[,PART...]",
