@@ -25,6 +25,7 @@ META_OMITTED = "omitted"  # meta.omitted: the parts a fault run did not restore,
 META_PARTS = "parts"  # meta.parts: every part the trainer's --omit accepts (revision 1.2)
 META_ARGV = "argv"  # meta.argv: the command line the trainer ran with, where it records it (the reference does)
 META_CHECKPOINT_SHA256 = "checkpoint_sha256"  # meta.checkpoint_sha256: the final checkpoint's digest, where recorded
+META_VERSIONS, META_IDENTITY = "versions", "identity"  # meta's versions (Python, torch, ...) and code and data digests
 
 # Parts: the state a resume must bring back, in --omit's names. A part is any lower-case name;
 # `rng-NAME` parts are generators. The standard set is what the kit's layout saves.

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from resumeproof.common.protocol import OUTPUT_FLAG, RESUME_FLAG, STEPS_FLAG
+from resumeproof.common.protocol import META_IDENTITY, META_VERSIONS, OUTPUT_FLAG, RESUME_FLAG, STEPS_FLAG
 from resumeproof.verify.export.result import Export
 from resumeproof.verify.export.source import Point
 from resumeproof.verify.export.transfer import EXPORT_JSON
@@ -16,13 +16,14 @@ from resumeproof.verify.export.transfer import EXPORT_JSON
 def proof_md(e: Export) -> str:
     """A short proof a person can read: the command, the step found, every check, versions, how to load it."""
     point = e.points[0]
-    where = "named by `CURRENT`" if e.proven else "NOT current: the earlier export stays"
+    where = "NOT current: the earlier export stays" if not e.proven else "named by `CURRENT`"
+    where += f" (it replaced `exports/{e.replaces}`)" if e.replaces and e.proven else ""
     lines = [
         f"# Export of step {e.step}: {'proven' if e.proven else 'NOT proven'}",
         "",
         f"- Command: `{e.command}`",
         f"- Run: `{e.run}` ({e.kind}), exported {e.created}",
-        f"- To: `{e.location}/`, {where}" + (f" (it replaces `exports/{e.replaces}`)" if e.replaces else ""),
+        f"- To: `{e.location}/`, {where}",
         f"- Step found: {point.step}, `{point.path}` (sha256 `{point.sha256}`)",
         *(f"- Also exported: `{p.path}` (step {p.step})" for p in e.points[1:]),
         *(f"- Skipped: `{s.path}`: {s.reason}" for s in e.skipped),
@@ -36,7 +37,7 @@ def proof_md(e: Export) -> str:
         "",
         "## Versions",
         "",
-        f"- The run: {_pairs(e.recorded.get('versions'))}; identity: {_pairs(e.recorded.get('identity'))}",
+        f"- The run: {_pairs(e.recorded.get(META_VERSIONS))}; identity: {_pairs(e.recorded.get(META_IDENTITY))}",
         f"- Exported with: {_pairs(e.exporter)}",
         f"- Every file with its size and sha256: `{EXPORT_JSON}`",
         "",

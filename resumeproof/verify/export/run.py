@@ -112,7 +112,7 @@ def _checked(root: Path, point: Point) -> ExportCheck:
         name=f"resumeproof check on the copy of {point.path}: fingerprint and weights_only",
         passed=passed,
         path=point.path,
-        detail=said if found.sidecar or not passed else f"{said}; but no sidecar",
+        detail=said if found.sidecar else f"{said}; but no sidecar travelled with it",
     )
 
 

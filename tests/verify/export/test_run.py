@@ -22,7 +22,8 @@ from resumeproof.cli import main
 from resumeproof.common import fingerprint
 from resumeproof.common.protocol import SUMMARY
 from resumeproof.verify.export import run as export_run
-from resumeproof.verify.export import transfer
+from resumeproof.verify.export import source, transfer
+from resumeproof.verify.export.result import Copied
 from resumeproof.verify.export.store import open_store
 from resumeproof.verify.export.transfer import CURRENT, EXPORT_JSON, EXPORTS, PROOF_MD
 from resumeproof.verify.vet import Verdict, vet
@@ -52,7 +53,7 @@ def intact(dest: str, ident: str, into) -> list[str]:
     """What differs between an export at DEST and its EXPORT.json, after `resumeproof check` on each point."""
     store = open_store(dest, REPO / "runs")
     document = json.loads(store.read_text(f"{EXPORTS}/{ident}/{EXPORT_JSON}") or "{}")
-    copied = [transfer.Copied(**f) for f in document["files"]]
+    copied = [Copied(**f) for f in document["files"]]
     root, check = transfer.read_back(store, f"{EXPORTS}/{ident}", copied, into)
     refused = [p["path"] for p in document["points"] if vet(root / p["path"]).verdict is not Verdict.ACCEPTED]
     return ([] if check.passed else [check.detail or ""]) + refused
@@ -60,7 +61,7 @@ def intact(dest: str, ident: str, into) -> list[str]:
 
 @pytest.fixture(scope="module")
 def first(run_dir, aws):
-    """run_dir exported to S3: the command's result and DEST."""
+    """run_dir exported to S3: the command's result and DEST (the kill test, after the others, replaces it)."""
     dest = new_bucket() + "/runs/a"
     return export(run_dir, dest), dest
 
@@ -96,7 +97,7 @@ def test_a_killed_export_leaves_the_earlier_one_current_and_usable_and_the_next_
     _, dest = first
     before, _ = current(dest)
     run = shutil.copytree(run_dir, tmp_path / "run")
-    (run / "notes.bin").write_bytes(os.urandom(32 << 20))  # copied after loss.jsonl: the kill lands inside it
+    (run / "notes.bin").write_bytes(os.urandom(16 << 20))  # copied after loss.jsonl: the kill lands inside it
     argv = [sys.executable, "-B", "-m", "resumeproof", "export", str(run), dest]
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     fs, root = fsspec.url_to_fs(dest)
@@ -112,10 +113,13 @@ def test_a_killed_export_leaves_the_earlier_one_current_and_usable_and_the_next_
     assert len(partial) == 1 and not fs.exists(f"{partial[0]}/{SUMMARY}")  # it died copying notes.bin
     assert current(dest)[0] == before and intact(dest, before, tmp_path / "back") == []
 
-    again = subprocess.run([sys.executable, "-B", "-c", NO_TORCH, "export", run, dest], capture_output=True, text=True)
-    assert again.returncode == 0, again.stderr  # the verifier's side runs with torch unimportable
+    again = [sys.executable, "-B", "-c", NO_TORCH, "export", run, dest, "--all"]
+    proc = subprocess.run(again, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr  # the verifier's side runs with torch unimportable
     after, document = current(dest)
     assert after != before and document["replaces"] == before
+    points = ["checkpoint.pt", "step_000003.pt", "step_000002.pt", "step_000001.pt"]
+    assert [p["path"] for p in document["points"]] == points
     fs.invalidate_cache()
     assert fs.ls(f"{root}/{EXPORTS}", detail=False) == [f"{root}/{EXPORTS}/{after}"]  # the earlier and the partial
 
@@ -131,18 +135,37 @@ def _kill_when(proc: subprocess.Popen, ready, timeout: float = 120) -> bool:
     return False
 
 
-def test_a_local_export_of_every_point_checks_with_sha256sum_and_replaces_nothing_else(run_dir, tmp_path):
+def test_a_verifications_point_exported_to_a_folder_checks_with_sha256sum(verification_dir, tmp_path):
     dest = tmp_path / "dest"
-    result = export(run_dir, dest, "--all")
+    result = export(verification_dir, dest)
     assert result.exit_code == 0, result.output
     ident, document = current(str(dest))
-    points = ["checkpoint.pt", "step_000003.pt", "step_000002.pt", "step_000001.pt"]
-    assert [p["path"] for p in document["points"]] == points
+    assert document["source"]["kind"] == "verification" and document["step"] == 2
+    assert (
+        document["checks"][-1]["name"]
+        == "one update resumed from the copy equals the continuous run's next update, bit for bit"
+    )
     assert sorted(p.name for p in dest.iterdir()) == [CURRENT, EXPORTS]
     check = subprocess.run(["sha256sum", "-c", CURRENT], cwd=dest, capture_output=True, text=True)
     assert check.returncode == 0 and check.stdout == f"exports/{ident}/EXPORT.json: OK\n"
     folder = dest / EXPORTS / ident
     assert all(fingerprint.sha256_file(folder / f["path"]) == f["sha256"] for f in document["files"])
+    assert "(cd interrupted && sha256sum -c checkpoint.pt.sha256)" in (folder / PROOF_MD).read_text()
+
+
+@pytest.mark.parametrize("damage", ["none", "no sidecar", "another sidecar"])
+def test_check_on_the_copy_needs_the_sidecar_that_travelled_with_the_point(run_dir, tmp_path, damage):
+    """The `checkpoint` check alone: in an export, `copy` has compared every byte before it runs."""
+    copied = shutil.copytree(run_dir, tmp_path / "copy")
+    sidecar = copied / "checkpoint.pt.sha256"
+    if damage == "no sidecar":
+        sidecar.unlink()
+    elif damage == "another sidecar":
+        sidecar.write_text((copied / "step_000001.pt.sha256").read_text().replace("step_000001.pt", "checkpoint.pt"))
+    check = export_run._checked(copied, source.read(run_dir, everything=False).points[0])
+    assert check.passed is (damage == "none"), check.detail
+    said = {"none": "sidecar matches", "no sidecar": "but no sidecar", "another sidecar": "does not match"}[damage]
+    assert check.detail is not None and said in check.detail
 
 
 class Flipping:
