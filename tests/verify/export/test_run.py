@@ -11,7 +11,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import fsspec
 import jsonschema
@@ -99,7 +101,8 @@ def test_a_killed_export_leaves_the_earlier_one_current_and_usable_and_the_next_
     run = shutil.copytree(run_dir, tmp_path / "run")
     (run / "notes.bin").write_bytes(os.urandom(16 << 20))  # copied after loss.jsonl: the kill lands inside it
     argv = [sys.executable, "-B", "-m", "resumeproof", "export", str(run), dest]
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # what a SIGKILL leaves of the work folder stays here
+    proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     fs, root = fsspec.url_to_fs(dest)
 
     def copying() -> bool:  # the new export's loss.jsonl is there: notes.bin is on its way
@@ -114,7 +117,7 @@ def test_a_killed_export_leaves_the_earlier_one_current_and_usable_and_the_next_
     assert current(dest)[0] == before and intact(dest, before, tmp_path / "back") == []
 
     again = [sys.executable, "-B", "-c", NO_TORCH, "export", run, dest, "--all"]
-    proc = subprocess.run(again, capture_output=True, text=True)
+    proc = subprocess.run(again, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr  # the verifier's side runs with torch unimportable
     after, document = current(dest)
     assert after != before and document["replaces"] == before
@@ -211,11 +214,16 @@ def test_a_copy_corrupted_on_the_way_fails_and_the_earlier_export_stays_current(
     assert json.loads(store.read_text(f"{EXPORTS}/{failed[0]}/{EXPORT_JSON}") or "")["proven"] is False
 
 
-def test_a_resume_that_writes_into_the_copy_fails_the_proof(verification_dir, tmp_path):
+def test_a_resume_that_writes_into_the_copy_fails_the_proof_and_its_logs_are_kept(
+    verification_dir, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the work folder, kept here
     trainer = f"{sys.executable} -B {TRAINERS / 'rewrites_resume_input.py'}"
     result = export(verification_dir, tmp_path / "dest", "--train-cmd", trainer)
     assert result.exit_code == 1, result.output
     assert "the resume wrote into the copy: interrupted/checkpoint.pt:" in result.stderr
+    logs = result.stderr.splitlines()[-1].removeprefix("logs of the resuming processes: ")
+    assert [p.name for p in Path(logs).iterdir()] == ["from-copy.log"] and Path(logs).parent.parent == tmp_path
     assert transfer.current(open_store(str(tmp_path / "dest"), REPO / "runs")) is None
 
 
