@@ -1,5 +1,5 @@
-"""The `resumeproof` command: verify, chaos, fork, check, flat. The only place of the verifier's side that turns an
-outcome into an exit code.
+"""The `resumeproof` command: verify, chaos, fork, check, flat, export. The only place of the verifier's side that
+turns an outcome into an exit code.
 
     resumeproof verify --output runs/proof [--train-cmd "python -B my_train.py"]
     resumeproof chaos --output runs/chaos --kills 20
@@ -7,11 +7,12 @@ outcome into an exit code.
         --steps 50 --output runs/fork
     resumeproof check received/checkpoint.pt [--json]
     resumeproof flat export runs/a/checkpoint.pt runs/a/flat.bin
+    resumeproof export runs/long s3://bucket/long [--all]
 
 Exit codes: 0 passed, 1 a comparison failed, 2 could not complete (one line, `--debug` for the
-traceback). This package and everything the verify, chaos, fork and check commands import never import torch;
-`flat export` and `verify --torch-load` import it, late. One module per command (verify.py, chaos.py, fork.py;
-files.py for check and flat), what they share in common.py.
+traceback). This package and everything the verify, chaos, fork, check and export commands import never import
+torch; `flat export` and `verify --torch-load` import it, late. One module per command (verify.py, chaos.py,
+fork.py, export.py; files.py for check and flat), what they share in common.py.
 """
 
 import sys
@@ -20,6 +21,7 @@ import click
 
 from resumeproof.cli.chaos import run_chaos
 from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD
+from resumeproof.cli.export import run_export
 from resumeproof.cli.files import flat, run_check
 from resumeproof.cli.fork import run_fork
 from resumeproof.cli.verify import run_verify
@@ -33,7 +35,7 @@ def main() -> None:
     """Prove that a PyTorch training command resumes exactly (docs/protocol.md)."""
 
 
-for command in (run_verify, run_chaos, run_fork, run_check, flat):
+for command in (run_verify, run_chaos, run_fork, run_check, flat, run_export):
     main.add_command(command)
 
 

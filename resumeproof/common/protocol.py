@@ -23,6 +23,9 @@ PROTOCOL_KEY = "protocol"  # the summary's protocol name
 LR, RNG = "lr", "rng"  # next.lr: the lr the next update would use; next.rng: each generator's next draw
 META_OMITTED = "omitted"  # meta.omitted: the parts a fault run did not restore, sorted (revision 1.1)
 META_PARTS = "parts"  # meta.parts: every part the trainer's --omit accepts (revision 1.2)
+META_ARGV = "argv"  # meta.argv: the command line the trainer ran with, where it records it (the reference does)
+META_CHECKPOINT_SHA256 = "checkpoint_sha256"  # meta.checkpoint_sha256: the final checkpoint's digest, where recorded
+META_VERSIONS, META_IDENTITY = "versions", "identity"  # meta's versions (Python, torch, ...) and code and data digests
 
 # Parts: the state a resume must bring back, in --omit's names. A part is any lower-case name;
 # `rng-NAME` parts are generators. The standard set is what the kit's layout saves.
@@ -95,6 +98,8 @@ class CheckKind(StrEnum):
     CONTINUES = "continues"  # a fork's branch continues the original run's history, never reset
     CONTINUATION = "continuation"  # a fork's control reproduces the original run's updates after the fork point
     INPUTS = "inputs"  # a fork's branch starts its first update from the control's weights, moments, generators, batch
+    COPY = "copy"  # resumeproof export: every file read back from the destination has the size and sha256 sent
+    RESTORABLE = "restorable"  # resumeproof export: one update resumed from the copy equals the reference, bit for bit
     LEGACY = "legacy"  # a check read from a document written before checks carried their identity
 
 

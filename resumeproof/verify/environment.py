@@ -23,10 +23,10 @@ def of(summaries: Summaries) -> dict[str, Any]:
 def _environment(meta: dict[str, Any]) -> dict[str, Any]:
     """The verifier's interpreter and packages; threads, dtype, device and GPU as the trainer reports them."""
     return {
-        "resumeproof": _version("resumeproof"),
+        "resumeproof": version("resumeproof"),
         "python": platform.python_version(),
-        "torch": _version("torch"),
-        "numpy": _version("numpy"),
+        "torch": version("torch"),
+        "numpy": version("numpy"),
         "platform": platform.platform(),
         "threads": meta.get("threads"),
         "dtype": meta.get("dtype"),
@@ -45,7 +45,8 @@ def gpus_differ(summaries: Summaries) -> dict[str, Any] | None:
     return gpus if len({protocol.dumps(gpu) for gpu in gpus.values()}) > 1 else None
 
 
-def _version(package: str) -> str | None:
+def version(package: str) -> str | None:
+    """The installed version of `package`, or None where it is not installed."""
     from importlib import metadata  # late: about 30 ms, and the first trainers need not wait for it
 
     try:

@@ -25,6 +25,7 @@ def resumeproof(*args: str) -> subprocess.CompletedProcess:
         (("flat",), "export"),
         (("flat", "export"), "CHECKPOINT OUT"),
         (("flat", "inspect"), "PATH"),
+        (("export",), "RUN DEST"),
     ],
 )
 def test_every_command_has_help(args, says):
