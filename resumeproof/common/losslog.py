@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 NAME = "loss.jsonl"
+REPLAY = "replay"  # the mark of a record a process logged again after its predecessor was killed
 
 
 def append(path: Path, entry: dict[str, Any]) -> None:

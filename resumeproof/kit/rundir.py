@@ -93,7 +93,7 @@ class RunDir:
     def log(self, record: dict) -> None:
         """Append an update's record to loss.jsonl, marked when it replays a step a killed process logged."""
         replay = record["step"] in self._replayed
-        losslog.append(self.path / losslog.NAME, {**record, "replay": True} if replay else record)
+        losslog.append(self.path / losslog.NAME, {**record, losslog.REPLAY: True} if replay else record)
 
     def after_update(self, step: int, save: Save) -> bool:
         """Write a generation when one is due or asked for (SIGUSR1, SIGTERM); True when the run must stop."""

@@ -132,8 +132,6 @@ class Observer:
 
     def keep(self, moment: str, key: str, value: Any) -> None:
         """Under VALUES_ENV: the tensors and numbers in `value`, as float64, in the order the digest reads them."""
-        if not self.values:
-            return
         flat = torch.cat([torch.zeros(0, dtype=torch.float64), *_floats(value)])
         path = self.o.values_file(self.path, self.update, moment, key)
         path.parent.mkdir(exist_ok=True)
@@ -178,7 +176,8 @@ class Observer:
             return
         if (now := self.now()) is not None:  # a closure (Lightning, LBFGS) runs the forward pass after this
             now[self.o.STEP] = self.optimizer_state(optimizer)
-            self.keep(self.o.STEP, self.o.OPTIMIZER, [optimizer.state.get(p, {}) for p in _params(optimizer)])
+            if self.values:
+                self.keep(self.o.STEP, self.o.OPTIMIZER, [optimizer.state.get(p, {}) for p in _params(optimizer)])
         if self.stop is not None and self.stop == (self.o.EXIT, self.update - 1):
             if self.forwarded:
                 self.halt()
@@ -201,7 +200,8 @@ class Observer:
             root = self.root() if self.root is not None else None
             named = list(root.named_parameters()) if root is not None else []
             params = {n: digest(t) for n, t in named}
-            self.keep(self.o.AFTER, self.o.PARAMS, [t for _, t in named])
+            if self.values:
+                self.keep(self.o.AFTER, self.o.PARAMS, [t for _, t in named])
             grads = digest([p.grad if p.grad is not None else "none" for p in _params(optimizer)])
             now[self.o.AFTER] = {self.o.GENERATORS: self.generators(), self.o.GRADS: grads, self.o.PARAMS: params}
             self.write()

@@ -248,7 +248,7 @@ def _report(s: ChaosSettings, outcome: Outcome, run_dir: Path, reference: Path) 
         first_mismatch=concordance.first_path,
         kills=tuple(outcome.kills),
         trainer_starts=outcome.starts,
-        replayed_steps=sum(1 for e in entries if e.get("replay")),
+        replayed_steps=sum(1 for e in entries if e.get(losslog.REPLAY)),
         broken_log_lines=broken,
         kills_without_valid_generation=tuple(outcome.missing_generation),
         settings=s.record(),

@@ -187,8 +187,9 @@ def _unrecorded(seen: Observed, name: str) -> str | None:
 
 def _incomparable(control: Observed, seen: Observed, name: str) -> str | None:
     """Why the records cannot hold a branch's first update against the control's; None where they can."""
-    if _unrecorded(control, CONTROL) or _unrecorded(seen, name):
-        return _unrecorded(control, CONTROL) or _unrecorded(seen, name)
+    unrecorded = _unrecorded(control, CONTROL) or _unrecorded(seen, name)
+    if unrecorded:
+        return unrecorded
     return None if set(control) == set(seen) else f"{name} ran with other ranks than the control"
 
 

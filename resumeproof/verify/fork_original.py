@@ -15,8 +15,6 @@ from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import CHECKPOINT, SUMMARY, ProtocolError
 from resumeproof.verify.summary import read_summary
 
-REPLAY = "replay"  # loss.jsonl's mark on a replayed record: the log's, not the update's
-
 
 @dataclass(frozen=True, kw_only=True)
 class Original:
@@ -46,7 +44,9 @@ def read(checkpoint: Path) -> Original:
     log = run / losslog.NAME
     if log.is_file():
         logged = {s: r for s, r in losslog.authoritative(log).items() if isinstance(s, int) and s not in records}
-        records |= {s: {k: v for k, v in r.items() if k != REPLAY} for s, r in logged.items()}
+        records |= {
+            s: {k: v for k, v in r.items() if k != losslog.REPLAY} for s, r in logged.items()
+        }  # the log's mark dropped
         sources += [losslog.NAME] if logged else []
     step = _fork_point(checkpoint, summary)
     return Original(run=run, step=step, records=records, summary=summary, sources=tuple(sources))

@@ -11,17 +11,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from resumeproof.common.protocol import (
-    CONTROL,
-    CONTROL_REPEAT,
-    OMIT_FLAG,
-    OMIT_RNG_FLAG,
-    OUTPUT_FLAG,
-    RESUME_FLAG,
-    RESUME_FLAT_FLAG,
-    STEPS_FLAG,
-    UNTIL_STEP_FLAG,
-)
+from resumeproof.common.protocol import CONTROL, CONTROL_REPEAT, OUTPUT_FLAG, RESUME_FLAG, RUN_FLAGS, STEPS_FLAG
 from resumeproof.verify.plan import OBSERVED
 from resumeproof.verify.settings import SettingsError, parse_train_cmd
 from resumeproof.verify.trajectories import Observe, Trajectory
@@ -31,7 +21,7 @@ BRANCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a directory name of i
 RESERVED = (CONTROL, CONTROL_REPEAT)
 # The fork's own flags: where a branch starts, how far it goes and where it writes are the same for every branch;
 # an omitted part or a flat file is a fault, not a configuration.
-OWN_FLAGS = (STEPS_FLAG, OUTPUT_FLAG, RESUME_FLAG, OMIT_FLAG, OMIT_RNG_FLAG, UNTIL_STEP_FLAG, RESUME_FLAT_FLAG)
+OWN_FLAGS = RUN_FLAGS
 BRANCHES, LOGS, FORK_POINT, RUN = "branches", "logs", "fork-point", "run"
 OBSERVED_UPDATES = (1, 2)  # the first update's inputs; the second tells which process-wide generators it drew from
 

@@ -215,14 +215,18 @@ def accept(s: ObservedSettings, t: Trajectory) -> None:
 def epoch_points(s: ObservedSettings, continuous: dict[int | None, observation.Observation]) -> tuple[int, ...]:
     """`--interrupt-at epochs` read off the continuous run: every k after which it made a new DataLoader iterator
     (an epoch starts, or an evaluation loop), and the middle of every stretch between them."""
-    first = continuous[min(continuous, key=lambda rank: -1 if rank is None else rank)]
-    boundaries = tuple(n - 1 for n in first.iterators if 2 <= n <= s.steps)
+    boundaries = tuple(n - 1 for n in first_rank(continuous).iterators if 2 <= n <= s.steps)
     if not boundaries:
         raise TrajectoryError(
             "--interrupt-at epochs: the continuous run made no new DataLoader iterator after its first update, so "
             "no epoch boundary shows (no DataLoader, one epoch within --steps, or persistent workers): give k"
         )
     return primary_first(Epochs(rows=0, boundaries=boundaries).points(s.steps))
+
+
+def first_rank(seen: dict[int | None, observation.Observation]) -> observation.Observation:
+    """A trajectory's first record: the one process's, or rank 0's under a launcher."""
+    return seen[min(seen, key=lambda rank: -1 if rank is None else rank)]
 
 
 def stopped_at(seen: observation.Observation) -> int:

@@ -115,4 +115,4 @@ def _record(s: observed.ObservedSettings, t: Trajectory) -> TrajectoryRecord:
 
 def _stopped(seen: dict[int | None, observation.Observation]) -> int:
     """The last update an interrupted run completed, from its first rank's record (the launcher's, if any)."""
-    return observed.stopped_at(seen[min(seen, key=lambda rank: -1 if rank is None else rank)])
+    return observed.stopped_at(observed.first_rank(seen))

@@ -27,12 +27,13 @@ from resumeproof.verify.summary import read_summary
 from resumeproof.verify.trajectories import TrajectoryError
 
 VERIFICATION_JSON = "verification.json"
-# What the export passes itself (docs/protocol.md, sections 1 and 6), dropped from a recorded command line.
-VALUED = (
-    protocol.STEPS_FLAG, protocol.OUTPUT_FLAG, protocol.RESUME_FLAG, protocol.UNTIL_STEP_FLAG, protocol.OMIT_FLAG,
-    protocol.CHECKPOINT_EVERY_FLAG, protocol.PACE_FLAG, protocol.KEEP_FLAG, protocol.RESUME_FLAT_FLAG,
-)  # fmt: skip
+# What the export passes itself (docs/protocol.md, sections 1 and 6) and a long run's own cadence, dropped from a
+# recorded command line: flags with a value, and the one without.
 BARE = (protocol.OMIT_RNG_FLAG,)
+VALUED = (
+    *(flag for flag in protocol.RUN_FLAGS if flag not in BARE),
+    protocol.CHECKPOINT_EVERY_FLAG, protocol.PACE_FLAG, protocol.KEEP_FLAG,
+)  # fmt: skip
 
 
 class SourceError(ResumeproofError):
