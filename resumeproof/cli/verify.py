@@ -73,6 +73,12 @@ NOT_OBSERVED = (
     help="Always repeat the continuous run (it is repeated anyway when a comparison fails); a difference is exit 1.",
 )
 @click.option(
+    "--require-deterministic",
+    is_flag=True,
+    help="A trainer that differs from itself fails (exit 1), whatever its restore; by default it is judged by its "
+    "restore, bit for bit, and its trajectory within its own measured run-to-run spread.",
+)
+@click.option(
     "--no-observe",
     is_flag=True,
     help="Do not watch the trainer's processes (no first-update evidence): judge from the summaries alone.",
@@ -143,6 +149,7 @@ def run_verify(
     segments,
     check_cadence,
     repeat,
+    require_deterministic,
     no_observe,
     observe,
     checkpoint,
@@ -178,6 +185,7 @@ def run_verify(
                 jobs,
                 timeout,
                 atol if ctx_source("atol") is COMMAND_LINE else 0.0,  # bit for bit unless asked
+                require_deterministic,
             )
         )
         _finish(debug, junit_xml, summary_md, output, train_cmd, lambda out: observed_verification.verify(watched, out))
@@ -206,6 +214,7 @@ def run_verify(
             resume_cmd=settings.parse_train_cmd(resume_cmd, "--resume-cmd") if resume_cmd else None,
             repeat=repeat,
             observe=not no_observe,
+            require_deterministic=require_deterministic,
         )
     )
     if plot and not available():
@@ -253,6 +262,7 @@ def _observed(
     jobs: int,
     timeout: float,
     atol: float,
+    require_deterministic: bool,
 ) -> "ObservedSettings":
     from resumeproof.verify.observed import ObservedError, ObservedSettings, check_templates
 
@@ -287,6 +297,7 @@ def _observed(
         jobs=jobs,
         timeout=timeout,
         atol=atol,
+        require_deterministic=require_deterministic,
     )
 
 

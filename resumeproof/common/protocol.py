@@ -79,6 +79,21 @@ def omit_token(part: str) -> str:
 # The trajectories of a verification (docs/checks.md).
 CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG = "continuous", "interrupted", "resumed", "resumed-no-rng"
 REPEAT = "continuous-repeat"  # the continuous run again: a run that differs from itself is not deterministic
+# A trainer that differs from itself is held within its own run-to-run spread, measured by the continuous run and
+# these repeats of it (docs/checks.md, "A trainer that is not deterministic": why two).
+REPEATS = (REPEAT, f"{REPEAT}-2")
+RESTORED = "restored"  # a resume of 0 updates: the state a resume starts from, as its summary reports it
+
+
+def restored_name(resume: str) -> str:
+    """The resume of 0 updates beside a resume (`resumed-6` -> `restored-6`, `fault-model` ->
+    `restored-fault-model`): the same command from the same checkpoint, stopped before its first update."""
+    head, _, rest = resume.partition("-")
+    if head == RESUMED:
+        return f"{RESTORED}-{rest}" if rest else RESTORED
+    return f"{RESTORED}-{resume}"
+
+
 CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not disturb the run
 FAULT_PREFIX, CHAIN_PREFIX = "fault-", "chain"
 # The branches `resumeproof fork` always runs besides the user's (docs/fork.md): without overrides, and its repeat.
@@ -91,7 +106,7 @@ class CheckKind(StrEnum):
     CHECKPOINT = "checkpoint"  # a checkpoint's fingerprint and weights_only check
     PREFIX = "prefix"  # an interrupted or intermediate history is the continuous run's prefix
     RESUME = "resume"  # a resume is concordant with the continuous run
-    RESTORE = "restore"  # a resume's first update starts from what the interrupted process held (verify --observe)
+    RESTORE = "restore"  # a resume starts from what the interrupted process held (--observe; or not deterministic)
     NEGATIVE_CONTROL = "negative-control"  # the resume without RNG restore diverges
     FAULT = "fault"  # the resume without one part diverges
     CADENCE = "cadence"  # writing a checkpoint every step changes nothing

@@ -13,18 +13,28 @@ must be concordant, the negative control, a fault.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
 from resumeproof.common.protocol import CONTINUOUS, REPEAT, RESUMED, CheckId, CheckKind
-from resumeproof.verify import evidence, finite, first_update, points
+from resumeproof.verify import evidence, finite, first_update, points, tiers
 from resumeproof.verify.compare import Comparison, compare, compare_keys, merge
 from resumeproof.verify.diagnosis import Context, diagnose, identical
 from resumeproof.verify.evidence import Evidence
 from resumeproof.verify.expectation import Expect, Expectation
-from resumeproof.verify.findings import CONCORDANT, DIVERGENT, Check, Coverage, Determinism, Diagnosis, Fault, Resume
+from resumeproof.verify.findings import (
+    CONCORDANT,
+    DIVERGENT,
+    WITHIN_SPREAD,
+    Check,
+    Coverage,
+    Determinism,
+    Diagnosis,
+    Fault,
+    Resume,
+)
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.trajectories import Trajectory
 
@@ -74,6 +84,7 @@ class Held:
     """What one trajectory adds to the evaluation: its check, and its entry where it has one."""
 
     check: Check
+    restore: Check | None = None  # not deterministic: the restore tier's check of a resume (verify/tiers.py)
     resume: Resume | None = None  # a resume that must be concordant
     negative: Resume | None = None  # the negative control
     fault: tuple[str, Fault] | None = None  # the part a fault omits, and how it was caught
@@ -86,8 +97,11 @@ def evaluate(
     atol: float,
     parts: tuple[str, ...],
     found: Evidence | None = None,
+    tiers_allowed: bool = True,
 ) -> Evaluated:
-    """Check every expectation against the continuous run, with the evidence gathered so far."""
+    """Check every expectation against the continuous run, with the evidence gathered so far. A trainer that differs
+    from itself is judged by the two tiers (verify/tiers.py) once its repeats ran, unless `tiers_allowed` is False
+    (--require-deterministic): then it is not deterministic, and nothing else is said."""
     cont = summaries[CONTINUOUS]
     tried = [k for t in trajectories if (k := _point(t)) is not None]
     cover = points.untried(cont["history"], tried, len(cont["history"]))
@@ -95,11 +109,13 @@ def evaluate(
     prefix = next(((t.name, summaries[t.name]) for t in judged if _prefix_fails(t, cont, summaries, atol)), None)
     found = found or Evidence()
     det = evidence.determinism(cont, found.repeat, prefix, atol)
+    if det.deterministic is False and tiers_allowed:
+        det = replace(det, spread=tiers.measured(trajectories, summaries))
     starts = frozenset(k + 1 for k in cover.epoch_boundaries or ())
     against = Against(summaries=summaries, atol=atol, parts=parts, epoch_starts=starts, determinism=det, found=found)
     held = {t.name: _hold(t, against) for t in judged}
     unusable = finite.unusable(cont, parts)  # not finite where an output is read: fails, whatever matched
-    checks = [*(h.check for h in held.values()), finite.check(unusable)]
+    checks = [*(c for h in held.values() for c in (h.restore, h.check) if c), finite.check(unusable)]
     if det.repeated or det.deterministic is False:
         checks.append(_determinism_check(det))
     negative = next((h.negative for h in held.values() if h.negative is not None), None)
@@ -120,6 +136,8 @@ def _hold(t: Trajectory, against: Against) -> Held:
     """The function of the trajectory's expectation: by its kind, and a divergent one by its check's kind."""
     e = t.expectation
     assert e is not None
+    if against.determinism.within_spread:
+        return _within_spread(t, e, against)
     if e.kind is Expect.PREFIX:
         return _prefix(t, e, against)
     if e.kind is Expect.CONCORDANT:
@@ -182,6 +200,46 @@ def _fault(t: Trajectory, e: Expectation, a: Against) -> Held:
     return Held(check=_check(e, passed, result, why), fault=(e.part or "", fault), nonfinite=tuple(result.nonfinite))
 
 
+def _within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
+    """A trainer that differs from itself: each run within its measured spread, each resume's restore bit for bit;
+    the negative control and the faults must differ at their restore (verify/tiers.py)."""
+    band, other = a.determinism.spread, a.summaries[t.name]
+    assert band is not None
+    parts_of, result = _compared(a, other)
+    outside = band.outside(tiers.run_of(a.continuous), tiers.run_of(other, end=e.kind is not Expect.PREFIX))
+    restore = tiers.restored(t, a.summaries, a.parts, e.resumed_at) if t.after else None
+    if e.kind in (Expect.PREFIX, Expect.CONCORDANT):
+        name = e.name if e.kind is Expect.PREFIX else f"{t.name} (from step {e.resumed_at}) within the measured spread"
+        check = tiers.outside_check(e.id, name, outside, restore)
+        if e.kind is Expect.PREFIX:
+            return Held(check=check)
+        resume = _resume(a.continuous, other, result, parts_of["state"], check.diagnosis, None)
+        restored = restore.check if restore is not None else None
+        verdict = WITHIN_SPREAD if outside is None else DIVERGENT
+        return Held(check=check, restore=restored, resume=replace(resume, verdict=verdict))
+    # a run that must diverge: at its restore; the flat file's fault, which has no resume of 0 updates, by the band
+    differs = not restore.same if restore is not None else outside is not None
+    why = restore.check.diagnosis if restore is not None else tiers.outside_diagnosis(outside) if outside else None
+    first = restore.check.first_mismatch if restore is not None else outside.path if outside else None
+    check = Check(id=e.id, name=f"{e.name} at its restore", passed=differs, first_mismatch=first, diagnosis=why)
+    if e.is_fault:
+        fault = Fault(
+            detected=differs,
+            cause=FLAT_CAUSE if e.part == FLAT else f"{e.part} not restored",
+            caught_by=restore.caught_by if restore is not None else tuple(sorted(result.caught_by)) if differs else (),
+            first_mismatch=first,
+            max_deviation=result.max_abs_diff,
+            mismatches=(restore.count if restore is not None else result.count) if differs else 0,
+            diagnosis=why,
+            identical_to_full_resume=identical(a.summaries[RESUMED], other),
+        )
+        return Held(check=check, fault=(e.part or "", fault))
+    why = why if differs else NO_RANDOM_STATE
+    negative = _resume(a.continuous, other, result, parts_of["state"], why, identical(a.summaries[RESUMED], other))
+    verdict = DIVERGENT if differs else WITHIN_SPREAD
+    return Held(check=replace(check, diagnosis=why), negative=replace(negative, verdict=verdict))
+
+
 def _compared(a: Against, other: dict[str, Any]) -> tuple[dict[str, Comparison], Comparison]:
     """Every compared key of the summary against the continuous run's, and all of them merged."""
     parts_of = compare_keys(a.continuous, other, protocol.COMPARED_KEYS, a.atol)
@@ -224,7 +282,7 @@ def _reference(seen: Mapping[str, first_update.Observed], k: int) -> first_updat
 
 def _why(det: Determinism, why: Diagnosis | None) -> Diagnosis | None:
     """A trainer that differs from itself has every failed comparison explained by that, and nothing else."""
-    return evidence.not_deterministic(det) if det.deterministic is False else why
+    return evidence.not_deterministic(det) if det.deterministic is False and not det.within_spread else why
 
 
 def _prefix_fails(t: Trajectory, cont: dict, summaries: Summaries, atol: float) -> bool:
@@ -255,13 +313,15 @@ def _check(e: Expectation, passed: bool, comparison: Comparison, why: Diagnosis 
 
 def _determinism_check(det: Determinism) -> Check:
     name = "the continuous run repeats itself exactly" if det.repeated else "the trainer is deterministic"
+    if det.within_spread:  # said, not failed: the two tiers judge it (--require-deterministic fails it)
+        name = "the trainer differs from itself: each resume is judged by its restore and its measured spread"
     return Check(
         id=CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT if det.repeated else None),
         name=name,
-        passed=det.deterministic is not False,
+        passed=det.deterministic is not False or det.within_spread,
         first_mismatch=det.first_mismatch,
         detail=det.detail,
-        diagnosis=evidence.not_deterministic(det) if det.deterministic is False else None,
+        diagnosis=evidence.not_deterministic(det) if det.deterministic is False and not det.within_spread else None,
     )
 
 

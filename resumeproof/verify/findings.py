@@ -12,10 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from resumeproof.common.protocol import CheckId, CheckKind
+from resumeproof.verify.spread import Band
 
 CONCORDANT, DIVERGENT = "concordant", "divergent"
+WITHIN_SPREAD = "within-spread"  # a resume of a trainer that is not deterministic, inside its measured spread
 UNKNOWN = "unknown"  # a diagnosis that names no part: here is the evidence instead
 DIRECT = "first-update"  # the rule of a diagnosis read off the first resumed update itself (verify/first_update.py)
+RESTORED = "restore"  # the rule of a diagnosis read off a resume of 0 updates against the saved state (evaluate.py)
+OUTSIDE_SPREAD = "outside-spread"  # a trajectory outside the measured spread, its restore exact: no part named
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,9 +39,11 @@ class Diagnosis:
     def sentence(self) -> str:
         """The one way a diagnosis is said, wherever it is shown: direct evidence of the first resumed update
         ("lost ... at update 6 (the first resumed one)"), or what the runs' files point to ("likely lost ...")."""
+        head = f"lost {self.named}" if self.lost else "cause unknown"
         if self.rule == DIRECT:
-            head = f"lost {self.named}" if self.lost else "cause unknown"
             return f"{head} at update {self.step} (the first resumed one): {self.explanation}"
+        if self.rule == RESTORED:
+            return f"{head} at the restore, before update {self.step}: {self.explanation}"
         where = f" from update {self.step}" if self.step else ""
         head = f"likely lost {self.named}" if self.lost else "cause unknown"
         return f"{head}{where}: {self.explanation}"
@@ -209,6 +215,13 @@ class Determinism:
     first_step: int | None = None  # the first update where the runs differ
     first_mismatch: str | None = None  # its path
     detail: str | None = None  # how the non-determinism was found
+    # Where it differs from itself and is judged by the two tiers: the spread its repeats measured (verify/spread.py)
+    spread: Band | None = None
+
+    @property
+    def within_spread(self) -> bool:
+        """Not deterministic, and judged by its restore and its measured spread rather than failed for it."""
+        return self.deterministic is False and self.spread is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -217,11 +230,14 @@ class Determinism:
             "first_step": self.first_step,
             "first_mismatch": self.first_mismatch,
             "detail": self.detail,
+            "spread": self.spread.to_json() if self.spread else None,
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> "Determinism":
-        return cls(**d) if d else cls(repeated=False, deterministic=None)
+        if not d:
+            return cls(repeated=False, deterministic=None)
+        return cls(**{**d, "spread": Band.from_json(d.get("spread"))})
 
 
 def _listed(points: tuple[int, ...] | None) -> list[int] | None:

@@ -48,6 +48,7 @@ class ObservedSettings:
     timeout: float = 600.0
     atol: float = 0.0  # bit for bit unless asked: above 0 the observer keeps the compared state by value too
     infer_points: bool = False  # --interrupt-at epochs: where the continuous run starts a new DataLoader iterator
+    require_deterministic: bool = False  # a script that differs from itself fails (else: the restore, the spread)
 
     @property
     def primary(self) -> int:

@@ -147,6 +147,24 @@ def probes(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
     return out
 
 
+def restores(s: Settings, trajectories: Sequence[Trajectory]) -> list[Trajectory]:
+    """For a trainer that is not deterministic: beside every resume that makes a check (the resumes, the negative
+    control, the faults, a chain's last segment), the same command from the same checkpoint for 0 updates. Its
+    summary is the state that resume starts from, held bit for bit against what the run it resumed from saved
+    (the restore tier, verify/evaluate.py)."""
+    out = []
+    for t in trajectories:
+        e = t.expectation
+        if e is None or not t.after or e.kind not in (Expect.CONCORDANT, Expect.DIVERGENT) or e.part == FLAT:
+            continue  # the flat file's fault resumes from another file: the spread alone judges it
+        name = protocol.restored_name(t.name)
+        check = CheckId(kind=CheckKind.RESTORE, trajectory=t.name)
+        twin = Expectation(kind=Expect.PROBE, id=check, name=name, resumed_at=e.resumed_at)
+        extra = t.argv[t.argv.index(OUTPUT_FLAG, len(s.resume_command)) + 2 :]  # its --resume, --omit, ...
+        out.append(_trajectory(s, name, 0, None, twin, extra, t.after[0], t.prepare))
+    return out
+
+
 def seeded(s: Settings) -> Trajectory:
     """A run of 0 updates: its next draws are the generators' right after seeding."""
     probe = Expectation(kind=Expect.PROBE, id=CheckId(kind=CheckKind.NEGATIVE_CONTROL, trajectory=SEEDED), name=SEEDED)

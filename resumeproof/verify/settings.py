@@ -52,6 +52,7 @@ class Settings:
     resume_cmd: str | None = None  # --resume-cmd: what every resuming process runs instead (another world size)
     repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
     observe: bool = True  # the observer watches every trajectory (--no-observe: the summaries alone)
+    require_deterministic: bool = False  # a trainer that differs from itself fails (else: the restore, the spread)
 
     def __post_init__(self) -> None:
         _at_least("--steps", self.steps, 2)

@@ -199,18 +199,23 @@ def verdict_line(v: Verification) -> str:
     """The last line: could not complete, not deterministic, passed or failed; each names why."""
     if v.error:
         return f"[red]could not complete:[/] {v.error}"
-    if not v.deterministic:
-        d = v.determinism
-        where = f" from update {d.first_step}" if d.first_step else ""
-        at = f" ({d.first_mismatch})" if d.first_mismatch else ""
+    d = v.determinism
+    where = f" from update {d.first_step}" if d.first_step else ""
+    at = f" ({d.first_mismatch})" if d.first_mismatch else ""
+    if not v.deterministic and not d.within_spread:
         return f"[red]NOT DETERMINISTIC:[/] {d.detail}{where}{at}; no part is blamed"
+    spread = f"not deterministic (differs from itself{where}{at}), so " if d.within_spread else ""
     if v.all_checks_passed:
         extra = f", all {len(v.faults)} faults caught" if v.faults else ""
         control = "resume without RNG restore divergent" if v.negative_divergence_detected else _no_control(v)
+        if d.within_spread:
+            resumes = "every restore exact, every resume within its measured run-to-run spread"
+            said = f"{spread}compared within its measured spread, not bit for bit: {resumes}"
+            return f"[green]PASSED:[/] {said}, {control}{extra}"
         return f"[green]PASSED:[/] every resume concordant, {control}{extra}"
     failed = [c.name for c in v.failed()]
     blind = f" The protocol is blind to: {', '.join(v.blind_to)}." if v.blind_to else ""
-    return f"[red]FAILED:[/] {'; '.join(failed)}.{blind}"
+    return f"[red]FAILED:[/] {spread.capitalize()}{'; '.join(failed)}.{blind}"
 
 
 def _no_control(v: Verification) -> str:

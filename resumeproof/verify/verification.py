@@ -38,7 +38,8 @@ def verify(s: Settings, out: Console) -> Verification:
     evaluated = None
     if error is None:
         evaluated = _with_evidence(trajectories, s, out)
-        error = _inputs_unchanged(trajectories) or (_torch_load_all(trajectories) if s.torch_load else None)
+        error = _restores_failed(trajectories) or _inputs_unchanged(trajectories)
+        error = error or (_torch_load_all(trajectories) if s.torch_load else None)
     result = _result(s, trajectories, evaluated if error is None else None, error)
     if result.error is None and s.plot:
         from resumeproof.verify import plot as plot_module
@@ -95,7 +96,8 @@ def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) ->
     parts = declared or protocol.STANDARD_PARTS
     while True:
         summaries = _summaries(trajectories)
-        evaluated = evaluate(trajectories, summaries, s.atol, parts, _in_hand(trajectories, summaries, s.primary))
+        found = _in_hand(trajectories, summaries, s.primary)
+        evaluated = evaluate(trajectories, summaries, s.atol, parts, found, not s.require_deterministic)
         extra = _evidence_trajectories(s, evaluated, summaries, trajectories, declared)
         if not extra:  # each is asked for once, by name: the rounds end
             return evaluated
@@ -148,6 +150,9 @@ def _evidence_trajectories(
         wanted = evidence.candidates(summaries[CONTINUOUS], summaries[RESUMED], context)
         tried = {part for _, part in _without_one_part(trajectories, s.primary)}  # a fault run is a probe too
         extra += plan.probes(s, [p for p in wanted if p not in tried])
+    if evaluated.determinism.deterministic is False and not s.require_deterministic:  # the two tiers' evidence
+        extra += [plan.reference(s, name) for name in protocol.REPEATS if name not in names and name != REPEAT]
+        extra += [t for t in plan.restores(s, trajectories) if t.name not in names]
     negative = evaluated.negative
     if negative.verdict != DIVERGENT and negative.identical_to_full_resume and plan.SEEDED not in names:
         extra.append(plan.seeded(s))
@@ -216,6 +221,13 @@ def record(t: Trajectory) -> TrajectoryRecord:
         log=str(t.log),
         error=t.error,
     )
+
+
+def _restores_failed(trajectories: list[Trajectory]) -> str | None:
+    """A resume of 0 updates is the proof of a restore (verify/tiers.py): one that did not complete leaves the
+    verification without it."""
+    twins = [t for t in trajectories if t.expectation and t.expectation.id.kind is CheckKind.RESTORE]
+    return first_error(twins)
 
 
 def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
