@@ -238,6 +238,8 @@ def _used(u: Update) -> set[tuple[str, str]]:
     update k to the end of update k+1)."""
     seen: dict[tuple[str, str], set[str]] = {}
     moments = [u.before.get(o.AFTER), *(u.then.get(m) for m in (o.START, o.FORWARD, o.AFTER))]
+    if o.AFTER not in u.then:  # an interrupted process's update k+1, ended before its step: update k's draws tell
+        moments.insert(0, u.before.get(o.FORWARD))
     for moment in moments:
         for group, named in ((moment or {}).get(o.GENERATORS) or {}).items():
             for name, value in named.items():
@@ -317,4 +319,12 @@ CHECKS: Checks = [
     ("LR schedulers", _moment(o.STEP, o.SCHEDULERS, "an LR scheduler's state", SCHEDULER)),
     ("hyper-parameters", _groups),
     ("", _moment(o.AFTER, o.PARAMS, "the parameters after the step", None, _AFTER)),
+]
+
+# What an update consumes, in its order, and nothing it computes: the restore of a trainer that is not deterministic
+# (its loss, gradients and parameters after the step differ from run to run whatever it restored).
+INPUTS: Checks = [(label, check) for label, check in CHECKS if label in ("generators", "batch", "model")] + [
+    (label, check)
+    for label, check in CHECKS
+    if label in ("GradScaler", "optimizer state", "LR schedulers", "hyper-parameters")
 ]

@@ -139,12 +139,13 @@ def checkpoint_of(s: ObservedSettings, run: Path, step: int) -> Path:
 def build(s: ObservedSettings) -> list[Trajectory]:
     """The continuous run, its repeat (determinism before diagnosis), and one interrupted run per point; the
     resumes follow each interrupted run once its checkpoint is known (`resumes`)."""
-    every, values = f"1-{s.steps}", s.atol > 0
-    plan = [
-        _trajectory(s, name, s.train_cmd, Observe(s.output / OBSERVED / name, every, values=values))
-        for name in (CONTINUOUS, REPEAT)
-    ]
-    return plan + interrupted(s)
+    return [reference(s, CONTINUOUS), reference(s, REPEAT), *interrupted(s)]
+
+
+def reference(s: ObservedSettings, name: str) -> Trajectory:
+    """The continuous run, or a repeat of it (protocol.REPEATS), every update recorded."""
+    watch = Observe(s.output / OBSERVED / name, f"1-{s.steps}", values=s.atol > 0)
+    return _trajectory(s, name, s.train_cmd, watch)
 
 
 def interrupted(s: ObservedSettings) -> list[Trajectory]:

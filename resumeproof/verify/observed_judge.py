@@ -127,7 +127,8 @@ def restore(
     elif continuous is not None:
         why = first_update.diagnose(continuous, resumed, k, _parts(continuous))
     else:
-        why = first_update.diagnose(interrupted, trimmed, k, _parts(interrupted))
+        held_by = "the interrupted process"  # not the continuous run: what the script held before its update k+1
+        why = first_update.diagnose(interrupted, trimmed, k, _parts(interrupted), None, first_update.INPUTS, held_by)
     what = ", ".join(_label(m, key) for m, key in fields)
     return Check(
         id=CheckId(kind=CheckKind.RESTORE, trajectory=name),

@@ -9,8 +9,8 @@ from rich.console import Console
 
 from resumeproof.common import observation
 from resumeproof.common.errors import refuse_existing
-from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG
-from resumeproof.verify import environment, observed, observed_judge, terminal, vet
+from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, REPEATS, RESUMED_NO_RNG
+from resumeproof.verify import environment, observed, observed_judge, observed_tiers, terminal, vet
 from resumeproof.verify.findings import Check
 from resumeproof.verify.plan import OBSERVED, point_names
 from resumeproof.verify.result import CheckedCheckpoint, TrajectoryRecord, Verification
@@ -31,6 +31,9 @@ def verify(s: observed.ObservedSettings, out: Console) -> Verification:
         if error is None:
             trajectories += observed.interrupted(s)
             error = _run(s, trajectories, out)
+    if error is None and not s.require_deterministic and not _repeats_itself(s, trajectories):
+        trajectories += [observed.reference(s, name) for name in REPEATS[1:]]  # the spread, measured
+        error = _run(s, trajectories, out)
     result = _base(s, trajectories, error)
     if error is None:
         _judge(s, result, {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe})
@@ -60,9 +63,17 @@ def _inferred(s: observed.ObservedSettings, continuous: Trajectory) -> tuple[obs
     return replace(s, points=found, infer_points=False), None
 
 
+def _repeats_itself(s: observed.ObservedSettings, trajectories: list[Trajectory]) -> bool:
+    records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
+    return observed_judge.determinism(records[CONTINUOUS], records[REPEAT], s.atol)[0].deterministic is not False
+
+
 def _judge(s: observed.ObservedSettings, result: Verification, records: Records) -> None:
     continuous = records[CONTINUOUS]
     result.determinism, check = observed_judge.determinism(continuous, records[REPEAT], s.atol)
+    if all(name in records for name in REPEATS[1:]) and result.determinism.deterministic is False:
+        _judge_within_spread(s, result, records, check)
+        return
     checks: list[Check] = [check]
     for k in s.points:
         interrupted, resumed = point_names(k, k == s.primary)
@@ -84,6 +95,32 @@ def _judge(s: observed.ObservedSettings, result: Verification, records: Records)
             faulty = records[f"{FAULT_PREFIX}{part}"]
             result.faults[part], check = observed_judge.fault(continuous, faulty, full, step, part, s.atol)
             checks.append(check)
+    result.checks = checks
+
+
+def _judge_within_spread(s: observed.ObservedSettings, result: Verification, records: Records, check: Check) -> None:
+    """A script that differs from itself: each resume by its restore and its trajectory within the measured spread,
+    the negative control and the faults at their restore (verify/observed_tiers.py)."""
+    band = observed_tiers.measured({name: records[name] for name in (CONTINUOUS, *REPEATS)})
+    result.determinism = replace(result.determinism, spread=band)
+    name = "the script differs from itself: each resume is judged by its restore and its measured spread"
+    checks: list[Check] = [replace(check, name=name, passed=True)]
+    for k in s.points:
+        interrupted, resumed = point_names(k, k == s.primary)
+        step = _stopped(records[interrupted])
+        restored = observed_judge.restore(records[interrupted], records[resumed], step, resumed)
+        checks += [restored] if restored is not None else []
+        result.resumes[resumed], check = observed_tiers.resume(
+            band, records[CONTINUOUS], records[resumed], step, resumed, restored
+        )
+        checks.append(check)
+    interrupted = point_names(s.primary, True)[0]
+    step, held = _stopped(records[interrupted]), records[interrupted]
+    result.negative, check = observed_tiers.negative(held, records[RESUMED_NO_RNG], step)
+    checks.append(check)
+    for part in s.faults:
+        result.faults[part], check = observed_tiers.fault(held, records[f"{FAULT_PREFIX}{part}"], step, part)
+        checks.append(check)
     result.checks = checks
 
 
