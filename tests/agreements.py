@@ -8,6 +8,7 @@ from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, REPEAT, RESUMED
 
 POSITIVE = ("prefix", "resume", "cadence", "checkpoint")  # the kinds `positive` covers (verify/result.py)
 CONCORDANT_KINDS = ("resume", "cadence")  # each has its entry in comparison.resumes
+RESTORE_RULES = ("restore", "first-update")  # a diagnosis read off the restore: a resume of 0 updates, or the observer
 NAMED = ("prefix", "resume", "cadence", "negative-control", "fault", "finite")  # about one trajectory, which ran
 
 
@@ -64,7 +65,8 @@ def _comparison(doc: dict[str, Any], kinds: dict[str, list[dict[str, Any]]]) -> 
         found.append("the resume and cadence checks vs comparison.resumes")
     for c in concordant:
         entry = resumes.get(c["trajectory"], {})
-        if (entry.get("verdict") == "concordant", entry.get("first_mismatch"), entry.get("diagnosis")) != (
+        matched = entry.get("verdict") in ("concordant", "within-spread")
+        if (matched, entry.get("first_mismatch"), entry.get("diagnosis")) != (
             c["passed"],
             c["first_mismatch"],
             c["diagnosis"],
@@ -125,13 +127,18 @@ def _determinism(doc: dict[str, Any], kinds: dict[str, list[dict[str, Any]]], do
         found.append("determinism.deterministic vs determinism.first_mismatch")
     if len(checks) != (1 if det["repeated"] or det["deterministic"] is False else 0):
         found.append("a determinism check vs determinism.repeated and deterministic")
+    within = det.get("spread") is not None  # not deterministic, judged by its restore and its measured spread
+    if within and det["deterministic"] is not False:
+        found.append("determinism.spread vs a deterministic trainer")
     for c in checks:
-        if (c["passed"], c["first_mismatch"]) != (det["deterministic"] is not False, det["first_mismatch"]):
+        if (c["passed"], c["first_mismatch"]) != (det["deterministic"] is not False or within, det["first_mismatch"]):
             found.append("the determinism check vs determinism")
     if det["deterministic"] is False:
-        blamed = [c for c in doc["checks"] if c["diagnosis"] and c["diagnosis"]["parts"]]
-        if blamed or any(f["diagnosis"] and f["diagnosis"]["parts"] for f in doc["faults"].values()):
-            found.append("not deterministic vs a diagnosis that names a part")
+        # only the restore, compared bit for bit, names a part of a trainer that differs from itself
+        said = [c["diagnosis"] for c in doc["checks"]] + [f["diagnosis"] for f in doc["faults"].values()]
+        blamed = [d for d in said if d and d["parts"] and not (within and d["rule"] in RESTORE_RULES)]
+        if blamed:
+            found.append("not deterministic vs a diagnosis that names a part from the trajectory")
     return found
 
 

@@ -20,32 +20,14 @@ from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
 from resumeproof.common.protocol import CONTINUOUS, REPEAT, RESUMED, CheckId, CheckKind
 from resumeproof.verify import evidence, finite, first_update, points, tiers
-from resumeproof.verify.compare import Comparison, compare, compare_keys, merge
-from resumeproof.verify.diagnosis import Context, diagnose, identical
+from resumeproof.verify.compare import Comparison, compare
+from resumeproof.verify.diagnosis import diagnose, identical
 from resumeproof.verify.evidence import Evidence
 from resumeproof.verify.expectation import Expect, Expectation
-from resumeproof.verify.findings import (
-    CONCORDANT,
-    DIVERGENT,
-    WITHIN_SPREAD,
-    Check,
-    Coverage,
-    Determinism,
-    Diagnosis,
-    Fault,
-    Resume,
-)
+from resumeproof.verify.findings import Check, Coverage, Determinism, Diagnosis, Fault, Resume
+from resumeproof.verify.held import NO_RANDOM_STATE, Against, Held, Summaries, compared, resume_entry
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.trajectories import Trajectory
-
-Summaries = Mapping[str, dict[str, Any]]
-NO_RANDOM_STATE = Diagnosis(
-    lost=(),
-    rule="identical-to-full-resume",
-    step=None,
-    evidence="the resume without RNG restore equals the full resume bit for bit",
-    explanation="the checkpoint restores no random state, or the trainer ignores --omit-rng-restore",
-)
 
 
 @dataclass(frozen=True)
@@ -58,37 +40,6 @@ class Evaluated:
     coverage: Coverage
     nonfinite: tuple[str, ...]
     next_lr: Any
-
-
-@dataclass(frozen=True, kw_only=True)
-class Against:
-    """What every trajectory is held against: the continuous run, the evidence so far, and how to compare."""
-
-    summaries: Summaries
-    atol: float
-    parts: tuple[str, ...]  # the trainer's declared parts, or the standard set
-    epoch_starts: frozenset[int]  # updates that begin an epoch
-    determinism: Determinism
-    found: Evidence
-
-    @property
-    def continuous(self) -> dict[str, Any]:
-        return self.summaries[CONTINUOUS]
-
-    def context(self, e: Expectation) -> Context:
-        return Context(resumed_at=e.resumed_at, parts=self.parts, epoch_starts=self.epoch_starts, atol=self.atol)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Held:
-    """What one trajectory adds to the evaluation: its check, and its entry where it has one."""
-
-    check: Check
-    restore: Check | None = None  # not deterministic: the restore tier's check of a resume (verify/tiers.py)
-    resume: Resume | None = None  # a resume that must be concordant
-    negative: Resume | None = None  # the negative control
-    fault: tuple[str, Fault] | None = None  # the part a fault omits, and how it was caught
-    nonfinite: tuple[str, ...] = ()  # paths in `state` where both runs hold the same infinity
 
 
 def evaluate(
@@ -137,7 +88,7 @@ def _hold(t: Trajectory, against: Against) -> Held:
     e = t.expectation
     assert e is not None
     if against.determinism.within_spread:
-        return _within_spread(t, e, against)
+        return tiers.within_spread(t, e, against)
     if e.kind is Expect.PREFIX:
         return _prefix(t, e, against)
     if e.kind is Expect.CONCORDANT:
@@ -155,9 +106,9 @@ def _concordant(t: Trajectory, e: Expectation, a: Against) -> Held:
     """A resume that must equal the continuous run; where it does not, why (the primary one confirmed by the
     probes)."""
     other = a.summaries[t.name]
-    parts_of, result = _compared(a, other)
+    parts_of, result = compared(a, other)
     why = None if result.concordant else _diagnosis(t, e, a, other)
-    resume = _resume(a.continuous, other, result, parts_of["state"], why, None)
+    resume = resume_entry(a.continuous, other, result, parts_of["state"], why, None)
     return Held(check=_check(e, result.concordant, result, why), resume=resume, nonfinite=tuple(result.nonfinite))
 
 
@@ -165,7 +116,7 @@ def _negative_control(t: Trajectory, e: Expectation, a: Against) -> Held:
     """The resume without RNG restore must diverge; one that equals the full resume bit for bit says why it
     cannot (no random state restored, or generators unused before the point)."""
     other = a.summaries[t.name]
-    parts_of, result = _compared(a, other)
+    parts_of, result = compared(a, other)
     same_as_full = identical(a.summaries[RESUMED], other)
     why = None
     if same_as_full:
@@ -175,7 +126,7 @@ def _negative_control(t: Trajectory, e: Expectation, a: Against) -> Held:
     elif not result.concordant:
         why = _diagnosis(t, e, a, other)
     why = _why(a.determinism, why) if not result.concordant or why else None
-    negative = _resume(a.continuous, other, result, parts_of["state"], why, same_as_full)
+    negative = resume_entry(a.continuous, other, result, parts_of["state"], why, same_as_full)
     return Held(
         check=_check(e, not result.concordant, result, why), negative=negative, nonfinite=tuple(result.nonfinite)
     )
@@ -184,7 +135,7 @@ def _negative_control(t: Trajectory, e: Expectation, a: Against) -> Held:
 def _fault(t: Trajectory, e: Expectation, a: Against) -> Held:
     """A resume without one part must diverge: the checks that caught it, and the part it is diagnosed as."""
     other = a.summaries[t.name]
-    _, result = _compared(a, other)
+    _, result = compared(a, other)
     why = None if result.concordant else _diagnosis(t, e, a, other)
     passed = not result.concordant
     fault = Fault(
@@ -198,52 +149,6 @@ def _fault(t: Trajectory, e: Expectation, a: Against) -> Held:
         identical_to_full_resume=identical(a.summaries[RESUMED], other),
     )
     return Held(check=_check(e, passed, result, why), fault=(e.part or "", fault), nonfinite=tuple(result.nonfinite))
-
-
-def _within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
-    """A trainer that differs from itself: each run within its measured spread, each resume's restore bit for bit;
-    the negative control and the faults must differ at their restore (verify/tiers.py)."""
-    band, other = a.determinism.spread, a.summaries[t.name]
-    assert band is not None
-    parts_of, result = _compared(a, other)
-    outside = band.outside(tiers.run_of(a.continuous), tiers.run_of(other, end=e.kind is not Expect.PREFIX))
-    restore = tiers.restored(t, a.summaries, a.parts, e.resumed_at) if t.after else None
-    if e.kind in (Expect.PREFIX, Expect.CONCORDANT):
-        name = e.name if e.kind is Expect.PREFIX else f"{t.name} (from step {e.resumed_at}) within the measured spread"
-        check = tiers.outside_check(e.id, name, outside, restore)
-        if e.kind is Expect.PREFIX:
-            return Held(check=check)
-        resume = _resume(a.continuous, other, result, parts_of["state"], check.diagnosis, None)
-        restored = restore.check if restore is not None else None
-        verdict = WITHIN_SPREAD if outside is None else DIVERGENT
-        return Held(check=check, restore=restored, resume=replace(resume, verdict=verdict))
-    # a run that must diverge: at its restore; the flat file's fault, which has no resume of 0 updates, by the band
-    differs = not restore.same if restore is not None else outside is not None
-    why = restore.check.diagnosis if restore is not None else tiers.outside_diagnosis(outside) if outside else None
-    first = restore.check.first_mismatch if restore is not None else outside.path if outside else None
-    check = Check(id=e.id, name=f"{e.name} at its restore", passed=differs, first_mismatch=first, diagnosis=why)
-    if e.is_fault:
-        fault = Fault(
-            detected=differs,
-            cause=FLAT_CAUSE if e.part == FLAT else f"{e.part} not restored",
-            caught_by=restore.caught_by if restore is not None else tuple(sorted(result.caught_by)) if differs else (),
-            first_mismatch=first,
-            max_deviation=result.max_abs_diff,
-            mismatches=(restore.count if restore is not None else result.count) if differs else 0,
-            diagnosis=why,
-            identical_to_full_resume=identical(a.summaries[RESUMED], other),
-        )
-        return Held(check=check, fault=(e.part or "", fault))
-    why = why if differs else NO_RANDOM_STATE
-    negative = _resume(a.continuous, other, result, parts_of["state"], why, identical(a.summaries[RESUMED], other))
-    verdict = DIVERGENT if differs else WITHIN_SPREAD
-    return Held(check=replace(check, diagnosis=why), negative=replace(negative, verdict=verdict))
-
-
-def _compared(a: Against, other: dict[str, Any]) -> tuple[dict[str, Comparison], Comparison]:
-    """Every compared key of the summary against the continuous run's, and all of them merged."""
-    parts_of = compare_keys(a.continuous, other, protocol.COMPARED_KEYS, a.atol)
-    return parts_of, merge(parts_of.values())
 
 
 def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: dict[str, Any]) -> Diagnosis | None:
@@ -323,27 +228,3 @@ def _determinism_check(det: Determinism) -> Check:
         detail=det.detail,
         diagnosis=evidence.not_deterministic(det) if det.deterministic is False and not det.within_spread else None,
     )
-
-
-def _resume(
-    continuous: dict, other: dict, full: Comparison, state: Comparison, why: Diagnosis | None, same: bool | None
-) -> Resume:
-    """How far a resume lands from the continuous run, and why it differs where it does."""
-    mse, reference = _mse(other), _mse(continuous)
-    numbers = protocol.is_number(mse) and protocol.is_number(reference)
-    return Resume(
-        verdict=CONCORDANT if full.concordant else DIVERGENT,
-        max_state_deviation=state.max_abs_diff,
-        max_deviation=full.max_abs_diff,
-        final_mse=mse if protocol.is_number(mse) else None,
-        mse_deviation=abs(mse - reference) if numbers else None,
-        mismatches=full.count,
-        first_mismatch=full.first_path,
-        diagnosis=why,
-        identical_to_full_resume=same,
-    )
-
-
-def _mse(summary: dict[str, Any]) -> Any:
-    """eval.mse where the trainer reports one (eval may be any JSON tree)."""
-    return summary["eval"].get("mse") if isinstance(summary["eval"], dict) else None

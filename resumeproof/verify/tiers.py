@@ -11,10 +11,11 @@ deterministic"):
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from resumeproof.common import protocol
+from resumeproof.common.flatfile import LOST as FLAT_CAUSE
 from resumeproof.common.protocol import (
     CONTINUOUS,
     EVAL,
@@ -22,15 +23,18 @@ from resumeproof.common.protocol import (
     NEXT,
     PROGRESS,
     REPEATS,
+    RESUMED,
     STATE,
     STEP,
     CheckId,
     CheckKind,
 )
 from resumeproof.verify.compare import compare_keys, merge
-from resumeproof.verify.diagnosis import Context, facts, part_for
-from resumeproof.verify.expectation import Expect
-from resumeproof.verify.findings import OUTSIDE_SPREAD, RESTORED, Check, Diagnosis
+from resumeproof.verify.diagnosis import Context, facts, identical, part_for
+from resumeproof.verify.expectation import Expect, Expectation
+from resumeproof.verify.findings import DIVERGENT, OUTSIDE_SPREAD, RESTORED, WITHIN_SPREAD, Check, Diagnosis, Fault
+from resumeproof.verify.held import NO_RANDOM_STATE, Against, Held, compared, resume_entry
+from resumeproof.verify.settings import FLAT
 from resumeproof.verify.spread import Band, Outside, Run, measure
 from resumeproof.verify.trajectories import Trajectory
 
@@ -138,3 +142,48 @@ def outside_diagnosis(outside: Outside) -> Diagnosis:
         "report (a Python attribute, a generator it does not peek), or a spread its repeats underestimate"
     )
     return Diagnosis(lost=(), rule=OUTSIDE_SPREAD, step=outside.step, evidence=outside.said(), explanation=explanation)
+
+
+def within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
+    """A trainer that differs from itself: each run within its measured spread, each resume's restore bit for bit;
+    the negative control and the faults must differ at their restore (the restore tier above)."""
+    band, other = a.determinism.spread, a.summaries[t.name]
+    assert band is not None
+    parts_of, result = compared(a, other)
+    outside = band.outside(run_of(a.continuous), run_of(other, end=e.kind is not Expect.PREFIX))
+    restore = restored(t, a.summaries, a.parts, e.resumed_at) if t.after else None
+    if e.kind in (Expect.PREFIX, Expect.CONCORDANT):
+        name = e.name if e.kind is Expect.PREFIX else f"{t.name} (from step {e.resumed_at}) within the measured spread"
+        check = outside_check(e.id, name, outside, restore)
+        if e.kind is Expect.PREFIX:
+            return Held(check=check)
+        resume = resume_entry(a.continuous, other, result, parts_of["state"], check.diagnosis, None)
+        inside = outside is None  # the entry says what the check says: the first place outside the band
+        resume = replace(
+            resume,
+            verdict=WITHIN_SPREAD if inside else DIVERGENT,
+            mismatches=0 if inside else max(1, resume.mismatches),
+            first_mismatch=check.first_mismatch,
+        )
+        return Held(check=check, restore=restore.check if restore is not None else None, resume=resume)
+    # a run that must diverge: at its restore; the flat file's fault, which has no resume of 0 updates, by the band
+    differs = not restore.same if restore is not None else outside is not None
+    why = restore.check.diagnosis if restore is not None else outside_diagnosis(outside) if outside else None
+    first = restore.check.first_mismatch if restore is not None else outside.path if outside else None
+    check = Check(id=e.id, name=f"{e.name} at its restore", passed=differs, first_mismatch=first, diagnosis=why)
+    if e.is_fault:
+        fault = Fault(
+            detected=differs,
+            cause=FLAT_CAUSE if e.part == FLAT else f"{e.part} not restored",
+            caught_by=restore.caught_by if restore is not None else tuple(sorted(result.caught_by)) if differs else (),
+            first_mismatch=first,
+            max_deviation=result.max_abs_diff,
+            mismatches=(restore.count if restore is not None else result.count) if differs else 0,
+            diagnosis=why,
+            identical_to_full_resume=identical(a.summaries[RESUMED], other),
+        )
+        return Held(check=check, fault=(e.part or "", fault))
+    why = why if differs else NO_RANDOM_STATE
+    negative = resume_entry(a.continuous, other, result, parts_of["state"], why, identical(a.summaries[RESUMED], other))
+    verdict = DIVERGENT if differs else WITHIN_SPREAD
+    return Held(check=replace(check, diagnosis=why), negative=replace(negative, verdict=verdict))
