@@ -43,10 +43,14 @@ def test_a_lost_state_that_converges_by_itself_is_named_by_the_probe_that_reprod
     assert contradictions(doc) == []
 
 
-def test_a_repeat_asked_for_up_front_is_read_a_trainer_that_differs_from_itself_is_not_deterministic(tmp_path):
-    stderr, code, doc = verify(tmp_path / "run", "--repeat", "--train-cmd", trainer_cmd("unseeded_late.py"))
+def test_a_repeat_asked_for_up_front_is_read_and_required_determinism_fails_a_trainer_that_differs_from_itself(
+    tmp_path,
+):
+    args = ("--repeat", "--require-deterministic", "--train-cmd", trainer_cmd("unseeded_late.py"))
+    stderr, code, doc = verify(tmp_path / "run", *args)
     assert code == 1, stderr
     assert (doc["deterministic"], doc["determinism"]["first_step"]) == (False, 6)
+    assert doc["determinism"]["spread"] is None and "continuous-repeat-2" not in doc["trajectories"]
     assert [name for name in doc["trajectories"] if name.startswith("probe-")] == []  # nothing is probed
     assert all(not c["diagnosis"]["parts"] for c in doc["checks"] if c["diagnosis"] and not c["passed"])
     assert stderr.strip().splitlines()[-1].startswith("NOT DETERMINISTIC: the continuous run and a repeat")

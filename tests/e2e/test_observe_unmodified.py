@@ -3,7 +3,8 @@ are: a correct resume passes and each bug fails with the part it lost named, scr
 differently (nanoGPT-style: a checkpoint per step, the global generator, `--stop exit`; a preemptible one: a
 directory per step, a LambdaLR, its own numpy Generator, a SIGTERM handler, `--stop sigterm`; a transformers
 `Trainer` and a `LightningCLI` script through their presets; a DDP script under torchrun, every rank watched). A
-script that differs from itself is reported as such, with a verdict on its restore all the same."""
+script that differs from itself is judged by its restore and its measured spread (test_atomics_e2e.py), or with
+--require-deterministic reported as such, with a verdict on its restore all the same."""
 
 import shlex
 import sys
@@ -168,11 +169,15 @@ def small(tmp_path_factory, name: str, seed: str, jitter: str) -> str:
     return f"{PY} -B {shlex.quote(str(script))} {{run}} {{steps}}"
 
 
-def test_a_script_that_differs_from_itself_gets_a_verdict_on_its_restore_and_no_part_is_blamed(tmp_path_factory):
+def test_required_determinism_fails_a_script_that_differs_from_itself_blames_no_part_and_checks_its_restore(
+    tmp_path_factory,
+):
     train = small(tmp_path_factory, "unseeded", seed="", jitter="0")
-    proc, doc, _ = observed(tmp_path_factory, "unseeded", train, train + " {checkpoint}", "{run}/{step}.pt")
+    extra = ("--require-deterministic",)
+    proc, doc, _ = observed(tmp_path_factory, "unseeded", train, train + " {checkpoint}", "{run}/{step}.pt", *extra)
     assert proc.returncode == 1 and "NOT DETERMINISTIC" in proc.stderr, proc.stderr[-3000:]
     assert doc["determinism"]["deterministic"] is False and doc["comparison"] == {}
+    assert doc["determinism"]["spread"] is None and "continuous-repeat-2" not in doc["trajectories"]
     assert [c["passed"] for c in checks(doc, "restore")] == [True]  # what it restored is what it held
     assert not any(c.get("diagnosis") for c in doc["checks"])
 
