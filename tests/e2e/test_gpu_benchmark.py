@@ -22,8 +22,10 @@ def test_the_matrix_verifies_every_precision_at_both_tolerances_then_the_faults_
     assert len({case.key for case in cases}) == len(cases)
     grid = {(c.precision, c.atol) for c in cases if c.table == "precisions"}
     assert grid == {(p, atol) for p in ("float64", "float32", "bf16", "fp16") for atol in (None, 0.0)}
-    assert [c.table for c in cases[:2]] == ["faults", "nondeterministic"]  # the longest start first
-    faults, variant = cases[0], cases[1]
+    assert [c.table for c in cases[:3]] == ["faults", "nondeterministic", "nondeterministic"]  # the longest first
+    faults, variant, tiers = cases[0], cases[1], cases[2]
+    assert variant.extra == ("--require-deterministic",) and tiers.extra == ("--faults", "all")
+    assert tiers.expect == gpu_matrix.PASSED and tiers.train_cmd == variant.train_cmd
     assert faults.extra == ("--faults", "all") and "--device cuda --precision fp16" in faults.train_cmd
     assert (
         variant.expect == gpu_matrix.NOT_DETERMINISTIC
