@@ -7,6 +7,7 @@ benchmarks/gpu_tables.py.
 """
 
 import dataclasses
+import os
 import shlex
 import subprocess
 import sys
@@ -213,3 +214,22 @@ def test_the_tables_go_into_the_page_named_and_a_page_without_the_markers_is_ref
     assert gpu._unwritable(tmp_path / "missing.md") == "No such file or directory"
     (tmp_path / "other.md").write_text("# no markers\n")
     assert "must appear once each" in gpu._unwritable(tmp_path / "other.md")
+
+
+def test_the_device_script_runs_only_the_steps_it_knows_and_writes_how_each_ended_into_its_summary(tmp_path):
+    """benchmarks/device_check.sh off the GPU, with nothing installed: its header, and an unknown step named."""
+    out = tmp_path / "out"
+    env = {**os.environ, "INSTALL": "0", "PYTHON": sys.executable, "OUT": str(out), "BUDGET": "100"}
+    proc = subprocess.run(
+        ["bash", "benchmarks/device_check.sh", "no-such-step"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = (out / "summary.txt").read_text()
+    assert f"torch {torch.__version__}" in summary and "nothing installed (INSTALL=0)" in summary
+    assert "unknown step no-such-step (cuda-tests, observer-cost, gpu-bench, large-observe)" in summary
+    assert "s of a 100 s budget; outputs in" in summary.splitlines()[-1]
