@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/device_check.sh                         # from the repository's root; every step, in order
 #   bash benchmarks/device_check.sh cuda-tests gpu-bench    # some steps only
-#   BUDGET=540 bash benchmarks/device_check.sh              # seconds for the steps together (default 500)
+#   BUDGET=540 bash benchmarks/device_check.sh              # seconds for the whole script (default 500)
 #   INSTALL=0 PYTHON=.venv/bin/python LARGE_ARGS="--layers 2 --width 64 --device cpu" OUT=/tmp/dc \
 #     bash benchmarks/device_check.sh large-observe           # a check of this script on a CPU
 #
@@ -15,6 +15,8 @@
 #   large-observe  resumeproof verify --observe of examples/unmodified/large_bf16.py (1.07B parameters, pure bf16,
 #                  a 6 GB checkpoint overwritten after every update), unmodified, on the one GPU: --steps 3
 #                  --interrupt-at 1, its verification.json into $OUT/large-verification.json
+# BUDGET counts from the script's start, the install included: give the call that runs it a minute more (the device
+# tool's timeout_s about 560 for the default), and a step cut short still leaves its log and the summary.
 # $OUT/summary.txt says what was installed and how each step ended. What comes back is at most 8 files of $OUT:
 # summary.txt, the four logs, gpu.md, gpu.json, large-verification.json. $OUT defaults to runs/device-check-TIME.
 #
