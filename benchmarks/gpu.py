@@ -3,6 +3,7 @@
     python -B -m benchmarks.gpu                          # about 3 to 4 minutes on an H200: prints the tables and
                                                          # writes them into docs/gpu.md between its markers
     python -B -m benchmarks.gpu --no-write               # prints them only
+    python -B -m benchmarks.gpu --doc /tmp/gpu.md        # writes them into that copy of docs/gpu.md instead
     python -B -m benchmarks.gpu --dry-run                # the verifications it would run, run nothing
     python -B -m benchmarks.gpu --device cpu --no-write  # the same matrix on the CPU: a check of this script
 
@@ -78,6 +79,17 @@ def nondeterministic_trainer(argv: list[str]) -> None:
     train.main(args=argv, prog_name=f"gpu.py {VARIANT}")
 
 
+def _unwritable(doc: Path) -> str:
+    """Why the tables could not be written into `doc` once measured (checked before minutes of runs); "" if they can."""
+    try:
+        write_blocks(doc.read_text(), {name: "" for name in BLOCKS})
+    except OSError as error:
+        return error.strerror or str(error)
+    except ValueError as error:
+        return str(error)
+    return ""
+
+
 def main(argv: list[str]) -> None:
     import argparse
 
@@ -89,6 +101,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--parallel", type=int, default=max(1, cores // 4), help="Verifications at once.")
     parser.add_argument("--ratio-repeats", type=int, default=2, help="Runs of each side of the ratio (default 2).")
     parser.add_argument("--no-write", action="store_true", help="Print the tables; leave docs/gpu.md alone.")
+    parser.add_argument("--doc", type=Path, default=DOC, help="The page to write into: a copy of docs/gpu.md.")
     parser.add_argument("--dry-run", action="store_true", help="Print the verifications; run nothing.")
     args = parser.parse_args(argv)
     if min(args.jobs, args.parallel, args.ratio_repeats) < 1:
@@ -104,6 +117,10 @@ def main(argv: list[str]) -> None:
         refuse("CUDA is not available here: run it on a machine with a CUDA GPU (or --device cpu, to check it)")
     if output.exists():
         refuse(f"--output {output}: already exists")
+    if args.device == "cuda" and not args.no_write:
+        unwritable = _unwritable(args.doc)
+        if unwritable:
+            refuse(f"--doc {args.doc}: {unwritable}")
     output.mkdir(parents=True)
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "0")}
     started = time.perf_counter()
@@ -116,8 +133,8 @@ def main(argv: list[str]) -> None:
         print(f"\n{name}:\n{found[name]}")
     (output / "gpu.json").write_text(json.dumps({name: found[name] for name in BLOCKS}, indent=1) + "\n")
     if args.device == "cuda" and not args.no_write:
-        DOC.write_text(write_blocks(DOC.read_text(), found))
-        print(f"written into {DOC.relative_to(REPO)}")
+        args.doc.write_text(write_blocks(args.doc.read_text(), found))
+        print(f"written into {args.doc}")
     unexpected = [o.case.key for o in outcomes if o.verdict != o.case.expect]
     if unexpected:
         print(f"not as expected: {', '.join(unexpected)}", file=sys.stderr)

@@ -88,12 +88,19 @@ def environment_text(outcomes: Sequence[Outcome], seconds: float, device: str) -
     gpu = env.get("gpu") or {}
     where = f"device {device}, no GPU reported"
     if gpu:
-        where = f"{gpu.get('name')} (compute capability {gpu.get('capability')}), driver {gpu.get('driver')} "
-        where += f"(supports CUDA {gpu.get('driver_cuda')}), CUDA {gpu.get('cuda')}, cuDNN {gpu.get('cudnn')}"
+        where = f"{gpu.get('name')} (compute capability {gpu.get('capability')}), {_driver(gpu)}, "
+        where += f"CUDA {gpu.get('cuda')}, cuDNN {gpu.get('cudnn')}"
     return (
         f"Measured on {date.today().isoformat()} with `python -B -m benchmarks.gpu` ({seconds:.0f} s in all): "
         f"{where}; torch {env.get('torch')}, Python {env.get('python')}, {env.get('platform')}.\n"
     )
+
+
+def _driver(gpu: dict[str, Any]) -> str:
+    """The driver's release and the CUDA it supports; the CUDA left out where the trainer could not read it."""
+    release, supports = gpu.get("driver"), gpu.get("driver_cuda")
+    words = f"driver {release}" if release else "driver release unknown"
+    return words + (f" (supports CUDA {supports})" if supports else "")
 
 
 def blocks(outcomes: Sequence[Outcome], ratio: Ratio | None, seconds: float, device: str) -> dict[str, str]:

@@ -7,10 +7,12 @@ them (a resume from a foreign checkpoint must never pass as concordant with an u
 results hold on one GPU model, driver, CUDA and cuDNN, with the determinism settings it lists.
 """
 
+import ctypes
 import hashlib
 import os
 import platform
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,8 @@ from resumeproof.common.errors import ResumeproofError
 
 NVIDIA_DRIVER_FILE = Path("/proc/driver/nvidia/version")  # Linux: the loaded kernel module's release
 _DRIVER_RELEASE = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s")
+# The CUDA driver API's library, which every CUDA process has loaded (dlopen of it again returns the same handle).
+CUDA_DRIVER_LIBRARY = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
 
 
 def versions() -> dict[str, str]:
@@ -80,15 +84,17 @@ def _driver_release() -> str | None:
 
 
 def _driver_cuda_version() -> str | None:
-    """The newest CUDA the driver supports (cuDriverGetVersion, 12040 -> "12.4"). Private API, guarded: torch has
-    no public call for it; CPU builds lack the binding, and any failure reads as unknown (None)."""
-    get = getattr(torch._C, "_cuda_getDriverVersion", None)
-    if not callable(get):
-        return None
+    """The newest CUDA the driver supports, from the driver API's `cuDriverGetVersion` (12080 -> "12.8"), read
+    through ctypes: torch has no public call for it. Any failure (no library, no symbol, an error code) reads as
+    unknown (None)."""
     try:
-        version = get()
-    except RuntimeError:
+        driver = ctypes.CDLL(CUDA_DRIVER_LIBRARY)
+        get = driver.cuDriverGetVersion
+        get.argtypes, get.restype = [ctypes.POINTER(ctypes.c_int)], ctypes.c_int
+        version = ctypes.c_int(0)
+        status = get(ctypes.pointer(version))
+    except (OSError, AttributeError, TypeError, ValueError):
         return None
-    if not isinstance(version, int) or isinstance(version, bool) or version <= 0:
+    if status != 0 or version.value <= 0:  # CUDA_SUCCESS is 0
         return None
-    return f"{version // 1000}.{version % 1000 // 10}"
+    return f"{version.value // 1000}.{version.value % 1000 // 10}"

@@ -1,6 +1,10 @@
 """configure_torch(device="cuda") and device_identity on a real GPU, each in a fresh process (CUDA starts once per
-process): the cuBLAS workspace set before CUDA starts, or refused after; bit-identical float32 runs; the GPU named;
-and the minimal loop on the GPU passing the verifier with every fault caught."""
+process): the cuBLAS workspace set before CUDA starts, or refused after; bit-identical float32 runs; the GPU named,
+with the CUDA its driver supports; and the minimal loop on the GPU passing the verifier with every fault caught, its
+verification.json checked against the schema where jsonschema is installed (skipped, saying so, where it is not).
+
+    python -B -m pytest -n 0 tests/cuda          # on a machine with a CUDA GPU; collected nowhere else
+"""
 
 import json
 import os
@@ -8,10 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from resumeproof.kit import torch_setup
 from tests.helpers import REPO, read_verification
+
+pytestmark = pytest.mark.xdist_group("cuda-setup")  # the minimal loop's verification, made once
 
 SETUP = """
 import dataclasses, json, sys
@@ -64,7 +71,10 @@ def test_device_identity_names_this_gpu_and_the_settings_in_force():
     major, minor = torch.cuda.get_device_capability(index)
     assert gpu["name"] == torch.cuda.get_device_name(index) and gpu["capability"] == f"{major}.{minor}"
     assert gpu["cuda"] == torch.version.cuda and gpu["cudnn"] == torch.backends.cudnn.version()
-    assert gpu["driver_cuda"] is not None, "torch._C._cuda_getDriverVersion is gone: the guard now reads None"
+    # cuDriverGetVersion through ctypes (libcuda.so.1, nvcuda.dll): a CUDA machine has the driver's library
+    assert gpu["driver_cuda"] is not None, "cuDriverGetVersion could not be read through ctypes"
+    supported, built = (int(version.split(".")[0]) for version in (gpu["driver_cuda"], torch.version.cuda))
+    assert supported >= built, f"the driver supports CUDA {gpu['driver_cuda']}, torch runs {torch.version.cuda}"
     assert gpu["deterministic"] == {
         "algorithms": True,
         "cudnn_deterministic": True,
@@ -75,8 +85,10 @@ def test_device_identity_names_this_gpu_and_the_settings_in_force():
     }
 
 
-def test_the_minimal_loop_on_the_gpu_resumes_exactly_and_every_fault_is_caught(tmp_path):
-    out = tmp_path / "verification"
+@pytest.fixture(scope="module")
+def minimal_loop(tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """One verification of the minimal loop on the GPU with every fault, shared by the tests below."""
+    out = tmp_path_factory.mktemp("minimal") / "verification"
     train = f"{sys.executable} -B {Path(__file__).with_name('minimal_cuda_loop.py')}"
     proc = subprocess.run(
         [sys.executable, "-B", "verify_resume.py", "--output", str(out), "--faults", "all", "--train-cmd", train],
@@ -85,8 +97,25 @@ def test_the_minimal_loop_on_the_gpu_resumes_exactly_and_every_fault_is_caught(t
         cwd=REPO,
         timeout=600,
     )
+    return proc, out
+
+
+def test_the_minimal_loop_on_the_gpu_resumes_exactly_and_every_fault_is_caught(minimal_loop):
+    proc, out = minimal_loop
     assert proc.returncode == 0, proc.stderr[-3000:]
-    document = read_verification(out / "verification.json")
+    document = json.loads((out / "verification.json").read_text())  # plain json: the schema is the next test's
     assert "rng-cuda" in document["faults"] and not document["blind_to"]
     meta = json.loads((out / "continuous" / "summary.json").read_text())["meta"]
     assert meta["device"] == "cuda" and meta["gpu"]["name"] == torch.cuda.get_device_name()
+
+
+def test_the_minimal_loops_verification_json_follows_the_published_schema(minimal_loop):
+    # A GPU machine's image may lack the dev extra; everywhere else jsonschema is a pinned dev dependency.
+    pytest.importorskip(
+        "jsonschema",
+        reason="jsonschema is not installed: verification.json not checked against docs/verification.schema.json "
+        '(install the dev extra: pip install -c constraints.txt -e ".[dev]")',
+    )
+    proc, out = minimal_loop
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    read_verification(out / "verification.json")

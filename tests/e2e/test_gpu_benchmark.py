@@ -6,6 +6,8 @@ The matrix is benchmarks/gpu_matrix.py, the runs and their outcomes benchmarks/g
 benchmarks/gpu_tables.py.
 """
 
+import dataclasses
+import os
 import shlex
 import subprocess
 import sys
@@ -177,3 +179,59 @@ def test_docs_gpu_md_holds_every_block_the_benchmark_writes_and_no_unmeasured_fi
             body = text.split(f"<!-- gpu:{name} -->\n")[1].split(f"<!-- /gpu:{name} -->")[0]
             assert body == empty[name], name  # headers only: not a figure before the benchmark wrote one
     assert measured or "No figure on this page has been measured yet" in text
+    assert "None" not in text.split("<!-- gpu:environment -->\n")[1].split("<!-- /gpu:environment -->")[0]
+
+
+def measured(gpu: dict | None) -> list[gpu_outcomes.Outcome]:
+    """One outcome whose trainer reported `gpu` as its meta.gpu."""
+    case = gpu_matrix.matrix("cuda")[2]
+    env = {"torch": "2.11.0", "python": "3.12.3", "platform": "Linux", "gpu": gpu}
+    found = gpu_outcomes.outcome(case, document(), 0, 1.0)
+    return [dataclasses.replace(found, environment=env)]
+
+
+H200 = {"name": "NVIDIA H200", "capability": "9.0", "driver": "580.159.04", "cuda": "13.0", "cudnn": 91900}
+
+
+def test_the_environment_line_names_the_gpu_its_driver_and_the_cuda_the_driver_supports():
+    line = gpu_tables.environment_text(measured({**H200, "driver_cuda": "13.0"}), 179.0, "cuda")
+    assert "with `python -B -m benchmarks.gpu` (179 s in all): NVIDIA H200 (compute capability 9.0)" in line
+    assert "driver 580.159.04 (supports CUDA 13.0), CUDA 13.0, cuDNN 91900; torch 2.11.0, Python 3.12.3" in line
+
+
+def test_the_environment_line_leaves_out_what_the_trainer_could_not_read():
+    line = gpu_tables.environment_text(measured({**H200, "driver_cuda": None}), 179.0, "cuda")
+    assert "driver 580.159.04, CUDA 13.0, cuDNN 91900;" in line and "supports" not in line and "None" not in line
+    line = gpu_tables.environment_text(measured({**H200, "driver": None, "driver_cuda": None}), 1.0, "cuda")
+    assert "driver release unknown, CUDA 13.0" in line and "None" not in line
+    assert "device cpu, no GPU reported" in gpu_tables.environment_text(measured(None), 1.0, "cpu")
+
+
+def test_the_tables_go_into_the_page_named_and_a_page_without_the_markers_is_refused_before_any_run(tmp_path):
+    from benchmarks import gpu
+
+    copy = tmp_path / "gpu.md"
+    copy.write_text(gpu_tables.DOC.read_text())
+    assert gpu._unwritable(copy) == "" and gpu._unwritable(gpu_tables.DOC) == ""
+    assert gpu._unwritable(tmp_path / "missing.md") == "No such file or directory"
+    (tmp_path / "other.md").write_text("# no markers\n")
+    assert "must appear once each" in gpu._unwritable(tmp_path / "other.md")
+
+
+def test_the_device_script_runs_only_the_steps_it_knows_and_writes_how_each_ended_into_its_summary(tmp_path):
+    """benchmarks/device_check.sh off the GPU, with nothing installed: its header, and an unknown step named."""
+    out = tmp_path / "out"
+    env = {**os.environ, "INSTALL": "0", "PYTHON": sys.executable, "OUT": str(out), "BUDGET": "100"}
+    proc = subprocess.run(
+        ["bash", "benchmarks/device_check.sh", "no-such-step"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = (out / "summary.txt").read_text()
+    assert f"torch {torch.__version__}" in summary and "nothing installed (INSTALL=0)" in summary
+    assert "unknown step no-such-step (cuda-tests, observer-cost, gpu-bench, large-observe)" in summary
+    assert "s of a 100 s budget; outputs in" in summary.splitlines()[-1]

@@ -1,6 +1,7 @@
 """`verify --observe` on scripts written with no thought of resumeproof (examples/unmodified/), run exactly as they
 are: a correct resume passes and each bug fails with the part it lost named, scripts that break the rules
-differently (nanoGPT-style: a checkpoint per step, the global generator, `--stop exit`; a preemptible one: a
+differently (nanoGPT-style: a checkpoint per step, the global generator, `--stop exit`; a large bf16 one at a CPU
+size: one checkpoint overwritten after every update, batches from the device's generator; a preemptible one: a
 directory per step, a LambdaLR, its own numpy Generator, a SIGTERM handler, `--stop sigterm`; a transformers
 `Trainer` and a `LightningCLI` script through their presets; a DDP script under torchrun, every rank watched). A
 script that differs from itself is judged by its restore and its measured spread (test_atomics_e2e.py), or with
@@ -26,6 +27,8 @@ LIGHTNING = (
 DDP = shlex.join([*TORCHRUN, "--standalone", "--nproc-per-node", "2", str(EXAMPLES / "unmodified" / "ddp_script.py")])
 DDP += " --steps {steps} --dir {run}"
 PREEMPTIBLE = f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'preemptible.py'))} --total {{steps}} --dir {{run}}"
+LARGE = f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'large_bf16.py'))} --layers 2 --width 64 --device cpu"
+LARGE += " --max-iters {steps} --out-dir {run}"
 
 
 def observed(tmp_path_factory, name: str, train: str, resume: str, checkpoint: str, *extra: str):
@@ -51,6 +54,20 @@ def test_a_nanogpt_style_script_that_saves_its_generator_resumes_exactly_and_eve
     assert named == {"optimizer": "optimizer", "model": "model"}
     checked = doc["trajectories"]["interrupted"]["check"]
     assert checked["verdict"] == "accepted" and checked["path"].endswith("ckpt_3.pt")
+
+
+def test_the_large_bf16_script_at_a_cpu_size_resumes_exactly_from_its_one_overwritten_checkpoint(tmp_path_factory):
+    """examples/unmodified/large_bf16.py, which benchmarks/device_check.sh verifies at 1.07B parameters on a GPU, at
+    two layers of 64 on the CPU: its single ckpt.pt, overwritten after every update, holds update k when the observer
+    stops the interrupted run, and the resume restores the model, AdamW, the iteration and the generator."""
+    args = ("--observe", "--steps", "3", "--interrupt-at", "1", "--jobs", "2", "--train-cmd", LARGE)
+    resume = ("--resume-cmd", LARGE + " --resume {checkpoint}", "--checkpoint", "{run}/ckpt.pt")
+    proc, doc, _ = verification(tmp_path_factory, "large-bf16", *args, *resume)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [c["passed"] for c in checks(doc, "restore")] == [True]
+    assert doc["negative_divergence_detected"] and doc["determinism"]["deterministic"] is True
+    checked = doc["trajectories"]["interrupted"]["check"]
+    assert checked["verdict"] == "accepted" and checked["path"].endswith("ckpt.pt")
 
 
 def test_a_preemptible_script_stopped_by_sigterm_resumes_exactly(tmp_path_factory):

@@ -2,6 +2,8 @@
 name, driver, CUDA, cuDNN and determinism settings with a fake torch.cuda (configure_torch's CUDA set-up:
 test_torch_setup.py; the CUDA generators: test_generators.py). tests/cuda/ runs them on a real GPU."""
 
+import ctypes
+import ctypes.util
 import importlib
 import json
 import types
@@ -25,6 +27,29 @@ def test_device_identity_of_cuda_without_cuda_is_refused(monkeypatch):
         kit.device_identity("cuda")
 
 
+class FakeDriver:
+    """A CUDA driver library as ctypes opens it: `cuDriverGetVersion(int *)` writes `version`, returns `status`."""
+
+    def __init__(self, version: int, status: int = 0):
+        def get(pointer):
+            pointer.contents.value = version
+            return status
+
+        self.cuDriverGetVersion = get
+
+
+def driver_library(monkeypatch, version: int, status: int = 0) -> list[str]:
+    """ctypes.CDLL answering with a FakeDriver; the names it was asked to open."""
+    opened: list[str] = []
+
+    def load(name):
+        opened.append(name)
+        return FakeDriver(version, status)
+
+    monkeypatch.setattr(identity.ctypes, "CDLL", load)
+    return opened
+
+
 @pytest.fixture
 def fake_gpu(monkeypatch, tmp_path):
     """A visible H200 as torch reports it, and the driver file of its kernel module."""
@@ -35,7 +60,7 @@ def fake_gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: properties)
     monkeypatch.setattr(torch.version, "cuda", "12.8")
     monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 91002)
-    monkeypatch.setattr(torch._C, "_cuda_getDriverVersion", lambda: 12080, raising=False)
+    driver_library(monkeypatch, 12080)
     driver = tmp_path / "version"
     driver.write_text(
         "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build  (dvs-builder@U16)  "
@@ -72,18 +97,40 @@ def test_device_identity_names_the_gpu_its_driver_cuda_cudnn_and_the_determinism
     assert json.loads(json.dumps(kit.to_json(got))) == got  # plain JSON for the summary's meta
 
 
-@pytest.mark.parametrize("driver_version", ["absent", "raises", 0])
-def test_the_private_driver_version_call_is_guarded(fake_gpu, tmp_path, driver_version):
-    if driver_version == "absent":
-        fake_gpu.delattr(torch._C, "_cuda_getDriverVersion")
-    elif driver_version == "raises":
+def test_the_cuda_driver_version_is_read_from_the_driver_library_through_ctypes(monkeypatch):
+    opened = driver_library(monkeypatch, 13000)
+    assert identity._driver_cuda_version() == "13.0" and opened == [identity.CUDA_DRIVER_LIBRARY]
+    driver_library(monkeypatch, 12080)
+    assert identity._driver_cuda_version() == "12.8"
+    expected = "nvcuda.dll" if identity.sys.platform == "win32" else "libcuda.so.1"
+    assert expected == identity.CUDA_DRIVER_LIBRARY
 
-        def fails():
-            raise RuntimeError("no driver")
 
-        fake_gpu.setattr(torch._C, "_cuda_getDriverVersion", fails, raising=False)
-    else:
-        fake_gpu.setattr(torch._C, "_cuda_getDriverVersion", lambda: driver_version, raising=False)
+def test_a_missing_driver_library_reads_as_unknown(monkeypatch):
+    monkeypatch.setattr(identity, "CUDA_DRIVER_LIBRARY", "libcuda-not-here.so.1")  # the real ctypes.CDLL fails
+    assert identity._driver_cuda_version() is None
+
+
+def test_a_library_without_cu_driver_get_version_reads_as_unknown(monkeypatch):
+    libc = ctypes.util.find_library("c")
+    if libc is None:
+        pytest.skip("no C library found by name to stand in for a library without the symbol")
+    monkeypatch.setattr(identity, "CUDA_DRIVER_LIBRARY", libc)  # a real library: AttributeError for the symbol
+    assert identity._driver_cuda_version() is None
+
+
+@pytest.mark.parametrize(("version", "status"), [(12080, 100), (0, 0), (-1, 0)], ids=["error-code", "zero", "negative"])
+def test_an_error_or_a_meaningless_version_from_the_driver_reads_as_unknown(monkeypatch, version, status):
+    driver_library(monkeypatch, version, status)  # 100: CUDA_ERROR_NO_DEVICE
+    assert identity._driver_cuda_version() is None
+
+
+@pytest.mark.parametrize("failure", [OSError, AttributeError])
+def test_a_driver_that_cannot_be_opened_leaves_the_rest_of_the_identity_read(fake_gpu, tmp_path, failure):
+    def fails(name):
+        raise failure(f"{name}: cannot open")
+
+    fake_gpu.setattr(identity.ctypes, "CDLL", fails)
     fake_gpu.setattr(identity, "NVIDIA_DRIVER_FILE", tmp_path / "missing")
     got = kit.device_identity("cuda")
     assert got["driver_cuda"] is None and got["driver"] is None and got["name"] == "NVIDIA H200"
