@@ -7,7 +7,9 @@ largest distance between two of them is how far the trainer differs from itself 
 accumulate, so the band at update n is the largest spread up to n (the envelope), times FACTOR; a run is inside
 the spread where every float of every update lies within its band from the continuous run's. Anything else a
 record holds (row ids, counters, strings, a batch's digest) must equal the continuous run's wherever all the
-reference runs agree on it: a trainer whose data order is reproducible must reproduce it. The end state (the
+reference runs agree on it: a trainer whose data order is reproducible must reproduce it. No band is narrower than
+FACTOR units in the last place of the values themselves (their float type read off their bits): three runs may round
+an average to the same float32 and a fourth one place away. The end state (the
 summary's `state`, `next`, `eval`) is held the same way, key by key, against the spread of the runs that ended it.
 
 Why FACTOR: a lost state moves a run by orders of magnitude more than rounding does in the first updates after the
@@ -17,6 +19,7 @@ proof: what a resume restored is checked bit for bit (the restore tier), whateve
 """
 
 import math
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
@@ -117,10 +120,45 @@ def _held(path: str, step: int | None, a: Any, b: Any, band: float | str) -> Out
     if band == VARIES:
         return None
     d = distance(a, b)
-    limit = band if isinstance(band, float) else 0.0
+    # Where the reference runs happen to agree (an average that rounds to the same float32 in three runs) the band is
+    # as wide as the values' own resolution: a trainer that differs from itself differs there by rounding too.
+    limit = max(band if isinstance(band, float) else 0.0, FACTOR * resolution(a, b))
     if d is None or d > limit:
         return Outside(path, step, d, limit)
     return None
+
+
+def resolution(a: Any, b: Any) -> float:
+    """The spacing of the floats two values are written at: for each pair of float leaves, the unit in the last
+    place of the coarsest of bfloat16, float16, float32 and float64 that holds both exactly (a float32 written into
+    JSON keeps its 24 bits; two values a float64 computation gives are not both float32 but by chance); the largest
+    over the leaves."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return max((resolution(a[key], b[key]) for key in a if key in b), default=0.0)
+    if isinstance(a, list) and isinstance(b, list):
+        return max((resolution(x, y) for x, y in zip(a, b, strict=False)), default=0.0)
+    if a == b or not (isinstance(a, float) and isinstance(b, float) and math.isfinite(a) and math.isfinite(b)):
+        return 0.0  # an equal pair needs no room, whatever type would hold it
+    scale = max(abs(a), abs(b))
+    for bits, fits in ((7, _bfloat16), (10, _float16), (23, _float32)):
+        if fits(a) and fits(b):
+            return math.ulp(scale) * 2.0 ** (52 - bits)
+    return math.ulp(scale)
+
+
+def _float32(x: float) -> bool:
+    return struct.unpack(">f", struct.pack(">f", x))[0] == x
+
+
+def _float16(x: float) -> bool:
+    try:
+        return struct.unpack(">e", struct.pack(">e", x))[0] == x
+    except OverflowError:
+        return False
+
+
+def _bfloat16(x: float) -> bool:
+    return _float32(x) and struct.pack(">f", x)[2:] == b"\x00\x00"
 
 
 def distance(a: Any, b: Any) -> float | None:

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from resumeproof.verify.spread import FACTOR, Band, Run, distance, measure
+from resumeproof.verify.spread import FACTOR, Band, Run, distance, measure, resolution
 
 
 def run(losses: list[float], rows: list[int] | None = None, end: dict | None = None) -> Run:
@@ -39,8 +39,10 @@ def test_a_run_inside_the_band_passes_one_outside_it_is_placed_where_it_leaves()
 
 def test_where_the_reference_runs_agree_exactly_the_run_must_equal_them():
     band = measure(REFERENCES)
-    early = run([1.0, 0.5 + 1e-15, 0.25, 0.125])  # updates 1 and 2 never differed between two runs
+    early = run([1.0, 0.5 + 1e-12, 0.25, 0.125])  # updates 1 and 2 never differed between two runs
     assert band.outside(REFERENCES["continuous"], early).path == "history[1].loss"
+    rounding = run([1.0, 0.5 + 4 * 2.0**-53, 0.25, 0.125])  # but by rounding: ten units in the last place is room
+    assert band.outside(REFERENCES["continuous"], rounding) is None
     rows = run([1.0, 0.5, 0.25, 0.125], rows=[1, 2, 4, 3])  # a batch the runs all agree on is a data position
     found = band.outside(REFERENCES["continuous"], rows)
     assert (found.path, found.distance) == ("history[2].rows", None)
@@ -61,6 +63,14 @@ def test_the_end_state_is_held_key_by_key_against_the_spread_of_the_runs_that_en
     assert found.path == "state.w" and found.distance == pytest.approx(0.5)
     counted = run([1.0, 0.5, 0.25, 0.125], end={"state": {"w": [1.0, 2.0]}, "step": 3})
     assert band.outside(REFERENCES["continuous"], counted).path == "step"
+
+
+def test_the_room_rounding_leaves_is_read_off_the_bits_the_values_are_written_in():
+    float32_ulp = 2.0**-27  # at 0.0625: a float32 average that three runs round alike and a fourth one place away
+    assert resolution(0.0625, 0.0625 + float32_ulp) == float32_ulp
+    assert resolution(0.1, 0.1 + 2**-56) == math.ulp(0.1)  # float64 values: float64's spacing
+    assert resolution({"a": [0.5, 0.25]}, {"a": [0.5, 0.25 + 2**-22]}) == 2.0**-25  # equal leaves need no room
+    assert resolution(1.0, 1.5) == 2.0**-7  # both bfloat16, the coarsest type that holds both: its spacing at 1.5
 
 
 def test_distance_is_the_largest_float_difference_and_none_for_anything_else():
