@@ -60,9 +60,9 @@ def schedule(optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.StepL
 
 
 scheduler = schedule(optimizer)  # before optimizer.load_state_dict(): its constructor writes the initial lr
-# float32 overflows only near 2**128: a scale near it grows into overflows, which skip the update and halve the
-# scale, as fp16 training's does near 65504; the scaler's state then decides which updates are skipped.
-scaler = torch.amp.GradScaler("cpu", init_scale=2.0**125, growth_interval=2)
+# The scale grows into overflows (fp16's range, _atomics.py), which skip the update and halve it: the scaler's
+# state decides which updates are skipped.
+scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_interval=2)
 ema = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.9))
 gens = kit.Generators(numpy=np.random.default_rng(0), torch=torch.default_generator)  # Dropout draws from torch's
 order = kit.ShuffledOrder.fresh(ROWS, gens["numpy"])
@@ -96,7 +96,7 @@ for _ in range(args.steps):
     rows = order.take(BATCH, gens["numpy"])
     lr, scale = optimizer.param_groups[0]["lr"], scaler.get_scale()
     optimizer.zero_grad()
-    loss = torch.nn.functional.mse_loss(model(x[rows]), y[rows], reduction="sum")  # gradients the scale overflows
+    loss = torch.nn.functional.mse_loss(model(x[rows]), y[rows])
     scaler.scale(loss).backward()  # the scale is a power of two: scaling and unscaling are exact
     scaler.step(optimizer)
     scaler.update()

@@ -10,7 +10,7 @@ them (tests/trainers/_atomics.py), written with no thought of resumeproof: `resu
 
 Float32: an 8 -> 32 -> 1 net with dropout (torch's global generator), batches from a per-epoch permutation that a
 NumPy Generator of its own draws, AdamW, a warm-up then cosine LambdaLR stepped per update, an enabled CPU GradScaler
-whose scale grows into float32's overflows (that update skipped, the scale halved), an EMA of the weights
+whose scale grows into fp16's overflows (that update skipped, the scale halved), an EMA of the weights
 (AveragedModel). It writes `{out}/ckpt_{iter}.pt` after every update: model, optimizer, scheduler, scaler, ema,
 iter, the epoch's permutation and cursor, both generators. A resume restores all of it, the generators last.
 
@@ -79,7 +79,7 @@ model = nn.Sequential(
 )
 optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.1)
 scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda)
-scaler = torch.amp.GradScaler("cpu", init_scale=2.0**125, growth_interval=2)  # near float32's overflow, as fp16's
+scaler = torch.amp.GradScaler("cpu", init_scale=2.0**13, growth_interval=2)  # grows into overflows from update 5
 ema = ema_of(model)
 
 iter_num = 0
@@ -128,4 +128,4 @@ while iter_num < args.iters:
         "rng": {"torch": torch.get_rng_state(), "numpy": shuffle.bit_generator.state},
     }
     torch.save(checkpoint, os.path.join(args.out, f"ckpt_{iter_num}.pt"))
-    print(f"iter {iter_num}: loss {loss.item():.4f}, scale {scaler.get_scale():g}")
+    print(f"iter {iter_num}: loss {loss.item():.9g}, scale {scaler.get_scale():g}")
