@@ -11,6 +11,7 @@ The gradients the layer takes and gives are held to fp16's range, as mixed preci
 off, as in fp16 training. Their precision stays float32's, so the order of the sums is the only thing that differs
 between runs; and a sum overflows as a whole, never a partial sum, so no order overflows where another does not
 (unless the sum lies within a rounding of 65504).
+
 Torch only: the protocol trainer (atomics_kit.py) and the unmodified script (atomics_script.py) share it.
 """
 
