@@ -4,6 +4,7 @@ The command line turns its outcome into an exit code, as for a protocol trainer.
 """
 
 from dataclasses import replace
+from typing import TypeVar
 
 from rich.console import Console
 
@@ -11,13 +12,15 @@ from resumeproof.common import observation
 from resumeproof.common.errors import refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, REPEATS, RESUMED_NO_RNG
 from resumeproof.verify import environment, observed, observed_judge, observed_tiers, terminal, vet
-from resumeproof.verify.findings import Check
+from resumeproof.verify.findings import Check, Fault, Resume
 from resumeproof.verify.plan import OBSERVED, point_names
 from resumeproof.verify.result import CheckedCheckpoint, TrajectoryRecord, Verification
 from resumeproof.verify.trajectories import DONE, Trajectory, TrajectoryError, first_error
 from resumeproof.verify.verification import record
 
 Records = dict[str, dict[int | None, observation.Observation]]
+Observed = dict[int | None, observation.Observation]
+Entry = TypeVar("Entry", Resume, Fault)
 
 
 def verify(s: observed.ObservedSettings, out: Console) -> Verification:
@@ -75,27 +78,44 @@ def _judge(s: observed.ObservedSettings, result: Verification, records: Records)
         _judge_within_spread(s, result, records, check)
         return
     checks: list[Check] = [check]
+    # Within --atol the continuous run may repeat itself and still differ from itself in the last bits: its update
+    # k+1 then differs from any resume's in every digest, and only the interrupted process's inputs tell a part.
+    exact = observed_judge.determinism(continuous, records[REPEAT], 0.0)[0].deterministic is not False
     for k in s.points:
         interrupted, resumed = point_names(k, k == s.primary)
         step = _stopped(records[interrupted])
-        reference = continuous if result.determinism.deterministic else None
+        reference = continuous if result.determinism.deterministic and exact else None
         restored = observed_judge.restore(records[interrupted], records[resumed], step, resumed, reference)
         checks += [restored] if restored is not None else []
         if result.determinism.deterministic:  # else not comparable: a run that differs from itself loses nothing
             result.resumes[resumed], check = observed_judge.resume(continuous, records[resumed], step, resumed, s.atol)
             said = restored is not None and restored.diagnosis is not None  # the restore's check names it once
-            checks.append(replace(check, diagnosis=None) if said else check)
+            checks.append(replace(check, diagnosis=None) if said or not exact else check)
     interrupted, resumed = point_names(s.primary, True)
     full, stopped = records[resumed], records[interrupted]
     step = _stopped(stopped)
     if result.determinism.deterministic:
-        result.negative, check = observed_judge.negative(continuous, records[RESUMED_NO_RNG], full, step, s.atol)
+        control, check = observed_judge.negative(continuous, records[RESUMED_NO_RNG], full, step, s.atol)
+        result.negative, check = _inputs_only(exact, stopped, records[RESUMED_NO_RNG], step, control, check)
         checks.append(check)
         for part in s.faults:
             faulty = records[f"{FAULT_PREFIX}{part}"]
-            result.faults[part], check = observed_judge.fault(continuous, faulty, full, step, part, s.atol)
+            fault, check = observed_judge.fault(continuous, faulty, full, step, part, s.atol)
+            result.faults[part], check = _inputs_only(exact, stopped, faulty, step, fault, check)
             checks.append(check)
     result.checks = checks
+
+
+def _inputs_only(
+    exact: bool, stopped: Observed, run: Observed, k: int, entry: Entry, check: Check
+) -> tuple[Entry, Check]:
+    """A run that must diverge, diagnosed from the interrupted process's inputs where the continuous run is not
+    exactly itself (within --atol): its update k+1 would blame every part on the last bits."""
+    if exact:
+        return entry, check
+    at = observed_judge.restore(stopped, run, k, check.id.trajectory or "")
+    why = at.diagnosis if at is not None and not at.passed else None
+    return replace(entry, diagnosis=why), replace(check, diagnosis=why)
 
 
 def _judge_within_spread(s: observed.ObservedSettings, result: Verification, records: Records, check: Check) -> None:

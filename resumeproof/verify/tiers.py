@@ -138,8 +138,9 @@ def outside_check(check_id: CheckId, name: str, outside: Outside | None, restore
 
 def outside_diagnosis(outside: Outside) -> Diagnosis:
     explanation = (
-        "the restore is exact, yet the run leaves the trainer's own run-to-run spread: state the summary does not "
-        "report (a Python attribute, a generator it does not peek), or a spread its repeats underestimate"
+        "what the resume starts from equals what was saved, yet the run leaves the trainer's own run-to-run spread: "
+        "state the summary does not report (a Python attribute, a generator it does not peek) or whose saved value "
+        "a fresh start shares at this point, or a spread its repeats underestimate"
     )
     return Diagnosis(lost=(), rule=OUTSIDE_SPREAD, step=outside.step, evidence=outside.said(), explanation=explanation)
 
@@ -166,19 +167,28 @@ def within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
             first_mismatch=check.first_mismatch,
         )
         return Held(check=check, restore=restore.check if restore is not None else None, resume=resume)
-    # a run that must diverge: at its restore; the flat file's fault, which has no resume of 0 updates, by the band
-    differs = not restore.same if restore is not None else outside is not None
-    why = restore.check.diagnosis if restore is not None else outside_diagnosis(outside) if outside else None
-    first = restore.check.first_mismatch if restore is not None else outside.path if outside else None
-    check = Check(id=e.id, name=f"{e.name} at its restore", passed=differs, first_mismatch=first, diagnosis=why)
+    # A run that must diverge: at its restore, else beyond the band (a part whose state at k equals a fresh start's,
+    # such as a generator drawn only at an epoch's start, shows only once the run draws from it).
+    at_restore = restore is not None and not restore.same
+    differs = at_restore or outside is not None
+    why = restore.check.diagnosis if at_restore and restore else outside_diagnosis(outside) if outside else None
+    first = restore.check.first_mismatch if at_restore and restore else outside.path if outside else None
+    check = Check(
+        id=e.id,
+        name=f"{e.name} (its restore, or its trajectory beyond the spread)",
+        passed=differs,
+        first_mismatch=first,
+        diagnosis=why,
+    )
     if e.is_fault:
+        caught = restore.caught_by if at_restore and restore else tuple(sorted(result.caught_by)) if differs else ()
         fault = Fault(
             detected=differs,
             cause=FLAT_CAUSE if e.part == FLAT else f"{e.part} not restored",
-            caught_by=restore.caught_by if restore is not None else tuple(sorted(result.caught_by)) if differs else (),
+            caught_by=caught,
             first_mismatch=first,
             max_deviation=result.max_abs_diff,
-            mismatches=(restore.count if restore is not None else result.count) if differs else 0,
+            mismatches=(restore.count if at_restore and restore else max(1, result.count)) if differs else 0,
             diagnosis=why,
             identical_to_full_resume=identical(a.summaries[RESUMED], other),
         )
