@@ -23,6 +23,7 @@ of that kernel falls back to torch's own integer operations, which compute the s
 
 import hashlib
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -105,6 +106,7 @@ def _triton() -> ModuleType | None:
             spec = importlib.util.spec_from_file_location(__name__ + "_triton", path)
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module  # as sitecustomize loads its modules: a jit may look its module up
             spec.loader.exec_module(module)
             _TRITON.append(module)
         except Exception:  # no triton, or one that cannot build here: torch's operations, the same algorithm
