@@ -24,6 +24,7 @@ of that kernel falls back to torch's own integer operations, which compute the s
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -47,6 +48,7 @@ MIX = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)  # splitmix64's finalizer's multi
 CHUNK = 1 << 22  # words per step of the torch-ops implementation: 32 MB of each temporary
 LOW32 = (1 << 32) - 1
 _PLAIN = (int, float, bool, str, type(None))
+Lanes = Callable[[torch.Tensor, int], torch.Tensor]  # (int64 words, global index of the first) -> the lanes' sums
 
 
 def _signed(value: int) -> int:
@@ -131,7 +133,7 @@ def _bytes(tensor: torch.Tensor) -> torch.Tensor:
     return flat.view(torch.uint8)
 
 
-def device_lanes(tensor: torch.Tensor, lanes_of: Any = None) -> tuple[torch.Tensor, int]:
+def device_lanes(tensor: torch.Tensor, lanes_of: Lanes | None = None) -> tuple[torch.Tensor, int]:
     """pk128/1's sums over the tensor's words, on its device (the length term is the host's), and its byte length."""
     lanes_of = lanes_of or lanes
     data = _bytes(tensor)
@@ -156,7 +158,7 @@ def finish(sums: list[int], nbytes: int) -> bytes:
     return b"".join(h.to_bytes(8, "big") for h in lanes_)
 
 
-def pk128(tensor: torch.Tensor, lanes_of: Any = None) -> str:
+def pk128(tensor: torch.Tensor, lanes_of: Lanes | None = None) -> str:
     """pk128/1 of one tensor on any device, as 32 hex digits (one transfer: for tests and the reference)."""
     sums, nbytes = device_lanes(tensor, lanes_of)
     return finish(sums.tolist(), nbytes).hex()

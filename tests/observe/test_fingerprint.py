@@ -41,6 +41,7 @@ CASES = {
     "bool": torch.tensor([True, False, True, True, False]),
     "empty": torch.zeros(0),
     "non-contiguous": torch.randn(5, 7, generator=SEEDED).t()[1:, ::2],
+    "4 bytes into its storage": torch.randn(12, generator=SEEDED)[1:],  # no int64 view: one copy
     "0-d": torch.tensor(3.25),
     "longer than a chunk": torch.randn(1000, generator=SEEDED),
 }
