@@ -47,6 +47,7 @@ LENGTHS = (0xA4093822299F31D0, 0x082EFA98EC4E6C89)  # the next ones: bind the by
 MIX = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)  # splitmix64's finalizer's multipliers
 CHUNK = 1 << 22  # words per step of the torch-ops implementation: 32 MB of each temporary
 LOW32 = (1 << 32) - 1
+HOST = ("cpu",)  # the device types whose tensors are hashed on the host (xxh3); every other one's by pk128/1
 _PLAIN = (int, float, bool, str, type(None))
 Lanes = Callable[[torch.Tensor, int], torch.Tensor]  # (int64 words, global index of the first) -> the lanes' sums
 
@@ -198,7 +199,7 @@ class Moment:
     def _feed(self, out: list[bytes | int], value: Any) -> None:
         if isinstance(value, torch.Tensor):
             out.append(f"{value.dtype}{tuple(value.shape)}".encode())
-            if value.device.type == "cpu":
+            if value.device.type in HOST:
                 out.append(cpu_fingerprint(value))
             else:
                 out.append(len(self.pending))

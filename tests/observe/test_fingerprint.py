@@ -2,6 +2,7 @@
 pure-Python reference and committed golden vectors, independent of how it is chunked and sensitive to what an XOR of
 the words misses; a CPU tensor's xxh3-128 over its own buffer; and the structure's digest around them."""
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -141,3 +142,17 @@ def test_device_sums_are_added_on_the_host_with_the_length_term():
     sums, nbytes = f.device_lanes(tensor)
     assert nbytes == 11 and sums.dtype == torch.int64 and sums.shape == (2,)
     assert f.finish(sums.tolist(), nbytes).hex() == reference(raw(tensor))
+
+
+def test_a_moment_fingerprints_device_tensors_by_pk128_and_reads_their_sums_once(monkeypatch):
+    """The device path, run on the CPU: every tensor's sums are read in one transfer, and each digest is the sha256
+    of its dtype, shape and pk128/1 fingerprint."""
+    monkeypatch.setattr(f, "HOST", ())
+    reads = []
+    stack = torch.stack
+    monkeypatch.setattr(torch, "stack", lambda tensors, *a, **k: reads.append(len(tensors)) or stack(tensors, *a, **k))
+    tensors = [CASES["float32, odd length"], CASES["int8, odd length"], CASES["empty"]]
+    found = f.digests([*tensors, {"w": tensors[0]}])
+    expected = [f"{t.dtype}{tuple(t.shape)}".encode() + bytes.fromhex(reference(raw(t))) for t in tensors]
+    assert found[:3] == [hashlib.sha256(data).hexdigest()[:32] for data in expected]
+    assert reads[-1] == 4  # one stack of four tensors' sums, moved to the host at once
