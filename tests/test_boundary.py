@@ -31,7 +31,7 @@ FORBIDDEN = {
     "kit": ("resumeproof.verify", "resumeproof.cli", "resumeproof.reference"),
     "reference": ("resumeproof.verify", "resumeproof.cli"),  # the bundled trainer: the kit alone, like any user's
     # the observer runs inside any trainer, whose environment may lack resumeproof: it is loaded by its paths
-    # (observe/site/sitecustomize.py) and imports torch and the standard library alone
+    # (observe/site/sitecustomize.py) and imports torch and the standard library alone (xxhash and triton optionally)
     "observe": ("resumeproof",),
 }
 MODULES = sorted(p for layer in FORBIDDEN for p in (PACKAGE / layer).rglob("*.py"))

@@ -6,20 +6,23 @@ torchrun group adds its own) and `UPDATES_ENV` the updates of the process to rec
 process. The observer (resumeproof/observe/) writes one JSON document, atomically, after each recorded update:
 
     {"format": "resumeproof-observation/1", "rank": 0, "updates": {"6": UPDATE, ...}, "restores": [...],
-     "completed": 10, "stopped": null, "blocked": [], "failed": null}
+     "completed": 10, "stopped": null, "blocked": [], "failed": null,
+     "fingerprint": {"cpu": "xxh3-128", "device": "pk128/1"}}
 
-An UPDATE holds, in the order the update consumes them, digests (sha256 of the exact bytes) and a few numbers:
-`start` (the generators' states right after the previous update; the process's first update has none), `forward` (at
-the first forward pass: the generators, the batch entering the root module, the model's parameters and buffers),
-`loss` (the loss handed to backward, unscaled where a GradScaler scaled it), `step` (right before the optimizer's
-step: its state and every param group's hyper-parameters, every LR scheduler and GradScaler), `after` (right after
+An UPDATE holds, in the order the update consumes them, digests (32 hex digits: a sha256 over a structure's keys,
+dtypes, shapes and its tensors' fingerprints, each computed where the tensor lives with the algorithms FINGERPRINT
+names, observe/fingerprint.py) and a few numbers: `start` (the generators' states right after the previous update; the
+process's first update has none), `forward` (at the first forward pass: the generators, the batch entering the root
+module, the model's parameters and buffers), `loss` (the loss handed to backward, unscaled where a GradScaler scaled
+it), `step` (right before the optimizer's step: its per-parameter state, one digest per tensor under "PARAM_INDEX.KEY"
+such as "0.exp_avg", every param group's hyper-parameters, every LR scheduler and GradScaler), `after` (right after
 the step: the generators, the gradients the step used, the parameters). `restores` lists every generator restore
 (`torch.set_rng_state`, `numpy.random.set_state`, `random.setstate`, the kit's `Generators.restore`, ...) with the
 state's digest and the update it came before. `iterators` lists the updates in progress when the process made a new
 DataLoader iterator (where an epoch, or an evaluation loop, starts); `completed` counts the updates the process
-finished; `stopped` is K where STOP_ENV asked the observer to end the process after update K (the record of update
-K+1 then holds its inputs up to the step it never took); `blocked` lists the restores BLOCK_ENV turned into no-ops
-that the trainer called. The document is written again when the process exits.
+finished; `stopped` is K where STOP_ENV asked the observer to end the process after update K (the record of update K+1
+then holds its inputs up to the step it never took); `blocked` lists the restores BLOCK_ENV turned into no-ops that
+the trainer called. The document is written again when the process exits.
 
 This module is loaded by its path inside trainers that may not have this package installed (the observer's
 `sitecustomize`): it imports the standard library only.
@@ -28,6 +31,7 @@ This module is loaded by its path inside trainers that may not have this package
 import json
 import os
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +65,9 @@ BLOCKABLE = ("model", "optimizer", "scheduler", "scaler")  # the protocol's part
 # number of each parameter's state, in the optimizer's order, keys sorted) and the parameters after it (the root
 # module's, in its order); float64, native byte order, flat, one file per update and field beside the record.
 VALUED = ((STEP, OPTIMIZER), (AFTER, PARAMS))
+# The fingerprints a record's digests were made with, by where the tensor lived: {"cpu": "xxh3-128" or "sha256",
+# "device": "pk128/1"}. Digests compare only between records made with the same ones.
+FINGERPRINT = "fingerprint"
 
 
 def record_file(base: str | Path, rank: int | None) -> Path:
@@ -136,6 +143,7 @@ class Observation:
     blocked: tuple[str, ...] = ()  # what the process tried to restore that the observer blocked (BLOCK_ENV)
     source: Path | None = None  # the record file it was read from
     iterators: tuple[int, ...] = ()  # the updates in progress when a new DataLoader iterator was made
+    fingerprint: dict[str, str] | None = None  # FINGERPRINT: the algorithms its digests were made with
 
     def at(self, update: int) -> dict[str, Any] | None:
         return self.updates.get(update)
@@ -179,8 +187,8 @@ def read(path: Path) -> Observation | None:
         numbered = {int(n): moments for n, moments in updates.items() if isinstance(moments, dict)}
     except ValueError:
         return None
-    keys = ("restores", "rank", "completed", "stopped", "blocked", "iterators")
-    restores, rank, completed, stopped, blocked, iterators = (document.get(key) for key in keys)
+    keys = ("restores", "rank", "completed", "stopped", "blocked", "iterators", FINGERPRINT)
+    restores, rank, completed, stopped, blocked, iterators, fingerprint = (document.get(key) for key in keys)
     return Observation(
         rank=rank if isinstance(rank, int) else None,
         updates=numbered,
@@ -191,4 +199,20 @@ def read(path: Path) -> Observation | None:
         blocked=tuple(b for b in blocked if isinstance(b, str)) if isinstance(blocked, list) else (),
         source=path,
         iterators=tuple(n for n in iterators if isinstance(n, int)) if isinstance(iterators, list) else (),
+        fingerprint={str(k): str(v) for k, v in fingerprint.items()} if isinstance(fingerprint, dict) else None,
     )
+
+
+def comparable(records: Iterable[Observation]) -> str | None:
+    """None where every record's digests were made with the same fingerprints, else why they cannot be compared, in
+    one line: equal digests say equal bytes, and different ones a real difference, only between the same
+    algorithms (a record without FINGERPRINT comes from an observer before it, whose digests were other sha256s)."""
+    seen: dict[str, list[str]] = {}
+    for record in records:
+        used = record.fingerprint or {}
+        said = ", ".join(f"{where} {used[where]}" for where in sorted(used)) or "unrecorded fingerprints"
+        seen.setdefault(said, []).append(record.source.name if record.source is not None else "?")
+    if len(seen) < 2:
+        return None
+    made = "; ".join(f"{said} ({', '.join(sources)})" for said, sources in seen.items())
+    return f"the observer's records were made with different fingerprints, whose digests cannot be compared: {made}"

@@ -27,15 +27,17 @@ Observer = Any
 NUMPY_RANDOM, KIT_GENERATORS = "numpy.random", "resumeproof.kit.generators"  # modules patched once imported
 
 
-def install(names: ModuleType, observer: ModuleType, block: ModuleType, environ: Mapping[str, str]) -> Observer:
+def install(
+    names: ModuleType, observer: ModuleType, block: ModuleType, fingerprint: ModuleType, environ: Mapping[str, str]
+) -> Observer:
     """Watch this process as `environ` asks (the verifier's OBSERVE_ENV, UPDATES_ENV, STOP_ENV, BLOCK_ENV); `names`
-    is common/observation.py, `observer` observe/observer.py and `block` observe/block.py, as sitecustomize loaded
-    them."""
+    is common/observation.py, `observer` observe/observer.py, `block` observe/block.py and `fingerprint`
+    observe/fingerprint.py, as sitecustomize loaded them."""
     wanted = names.updates_wanted(environ.get(names.UPDATES_ENV))
     rank = int(environ["RANK"]) if "RANK" in environ and "WORLD_SIZE" in environ else None
     stop = names.stop_asked(environ.get(names.STOP_ENV))
     values = environ.get(names.VALUES_ENV) == "1"
-    o = observer.Observer(names, environ[names.OBSERVE_ENV], wanted, rank, stop, values)
+    o = observer.Observer(names, fingerprint, environ[names.OBSERVE_ENV], wanted, rank, stop, values)
     torch_module.register_module_forward_pre_hook(guarded(o, o.forward_pre))
     torch_module.register_module_forward_hook(guarded(o, o.forward_post), always_call=True, with_kwargs=True)
     torch_optimizer.register_optimizer_step_pre_hook(guarded(o, o.step_pre))

@@ -11,7 +11,6 @@ It runs inside someone else's process: it never raises into it. A hook that fail
 why in the record file (`failed`), and the verifier judges the trainer without it.
 """
 
-import hashlib
 import json
 import os
 import random
@@ -25,42 +24,13 @@ from typing import Any
 import torch
 
 Record = dict[str, Any]
-_PLAIN = (int, float, bool, str, type(None))
-
-
-def digest(value: Any) -> str:
-    """sha256 of the exact bytes of a tensor, array, generator state or nested structure of them."""
-    h = hashlib.sha256()
-    _feed(h, value)
-    return h.hexdigest()[:32]
-
-
-def _feed(h: Any, value: Any) -> None:
-    if isinstance(value, torch.Tensor):
-        flat = value.detach().cpu().contiguous().reshape(-1)
-        h.update(f"{flat.dtype}{tuple(value.shape)}".encode())
-        h.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
-    elif hasattr(value, "tobytes") and hasattr(value, "dtype"):  # a NumPy array or scalar
-        h.update(f"{value.dtype}{getattr(value, 'shape', ())}".encode() + value.tobytes())
-    elif isinstance(value, dict):
-        for key in sorted(value, key=str):
-            h.update(repr(key).encode())
-            _feed(h, value[key])
-    elif isinstance(value, list | tuple) and all(type(item) in _PLAIN for item in value):
-        h.update(repr(list(value)).encode())  # a generator's state: hundreds of ints, in one piece
-    elif isinstance(value, list | tuple):
-        h.update(b"[")
-        for item in value:
-            _feed(h, item)
-        h.update(b"]")
-    else:
-        h.update(repr(value).encode())
 
 
 class Observer:
     def __init__(
         self,
         names: ModuleType,
+        fingerprint: ModuleType,
         record: str,
         wanted: frozenset[int],
         rank: int | None,
@@ -68,6 +38,7 @@ class Observer:
         values: bool = False,
     ) -> None:
         self.o, self.path, self.wanted, self.rank = names, names.record_file(record, rank), wanted, rank
+        self.f = fingerprint  # observe/fingerprint.py: every digest, computed where its tensor lives
         self.values = values  # keep what VALUED names by value too (observation.VALUES_ENV)
         self.stop = stop  # (how, K): end the process after its update K (common/observation.py's STOP_ENV)
         self.stopped: int | None = None  # K, once the process was ended (or signalled) there
@@ -97,6 +68,7 @@ class Observer:
         return self.records.setdefault(self.update, {})
 
     def generators(self) -> Record:
+        digest = self.f.digest
         found: Record = {self.o.GLOBAL: {"python": digest(random.getstate()), "torch": digest(torch.get_rng_state())}}
         legacy = sys.modules.get("numpy.random")
         if legacy is not None:
@@ -112,21 +84,29 @@ class Observer:
 
     def kit_states(self, generators: Any) -> dict[str, str]:
         """The digest of each of a kit `Generators`' named generators."""
-        return {name: digest(state) for name, state in generators.state().items()}
+        return self.f.named(generators.state())
 
     def model(self) -> Record:
         """Every parameter and buffer of the root module, non-persistent buffers too (no state_dict holds them)."""
         root = self.root() if self.root is not None else None
         named = [] if root is None else [*root.named_parameters(), *root.named_buffers()]
-        return {name: digest(t) for name, t in named}
+        return dict(zip([name for name, _ in named], self.f.digests([t for _, t in named]), strict=True))
 
     def optimizer_state(self, optimizer: torch.optim.Optimizer) -> Record:
-        per_param = [optimizer.state.get(p, {}) for p in _params(optimizer)]
+        """Each tensor of the optimizer's per-parameter state by itself ("PARAM_INDEX.KEY", where a difference then
+        shows), the param groups, LR schedulers and GradScalers: the device's digests moved to the host at once."""
+        state = {
+            f"{n}.{key}": value
+            for n, p in enumerate(_params(optimizer))
+            for key, value in sorted(optimizer.state.get(p, {}).items(), key=lambda item: str(item[0]))
+        }
+        schedulers = list(self.schedulers)
+        found = self.f.digests([*state.values(), *(s.state_dict() for s in schedulers)])
         groups = [{k: _plain(v) for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
         return {
-            self.o.OPTIMIZER: digest(per_param),
+            self.o.OPTIMIZER: dict(zip(state, found, strict=False)),
             self.o.GROUPS: groups,
-            self.o.SCHEDULERS: [{type(s).__name__: digest(s.state_dict())} for s in list(self.schedulers)],
+            self.o.SCHEDULERS: [{type(s).__name__: d} for s, d in zip(schedulers, found[len(state) :], strict=True)],
             self.o.SCALERS: [_scaler(s) for s in list(self.scalers) if s.is_enabled()],
         }
 
@@ -157,7 +137,8 @@ class Observer:
             self.batch_pending = False
             if (now := self.now()) is not None and self.o.FORWARD in now:
                 named = [kwargs[key] for key in sorted(kwargs) if isinstance(kwargs[key], torch.Tensor)]
-                now[self.o.FORWARD][self.o.BATCH] = digest([a for a in args if isinstance(a, torch.Tensor)] + named)
+                batch = [a for a in args if isinstance(a, torch.Tensor)] + named
+                now[self.o.FORWARD][self.o.BATCH] = self.f.digest(batch)
 
     def loss(self, tensor: Any, scale: float | None = None) -> None:
         if self.lossed or not isinstance(tensor, torch.Tensor):
@@ -165,7 +146,7 @@ class Observer:
         self.lossed = True
         if (now := self.now()) is not None:
             value = tensor.detach().item() if tensor.numel() == 1 else None
-            now[self.o.LOSS] = {self.o.VALUE: value, self.o.DIGEST: digest(tensor), self.o.SCALE: scale}
+            now[self.o.LOSS] = {self.o.VALUE: value, self.o.DIGEST: self.f.digest(tensor), self.o.SCALE: scale}
         if self.halting:
             self.halt()
 
@@ -198,12 +179,13 @@ class Observer:
         self.stepped = True
         if (now := self.now()) is not None:
             root = self.root() if self.root is not None else None
-            named = list(root.named_parameters()) if root is not None else []
-            params = {n: digest(t) for n, t in named}
+            named = dict(root.named_parameters()) if root is not None else {}
+            grads = [p.grad if p.grad is not None else "none" for p in _params(optimizer)]
+            found = self.f.digests([grads, *named.values()])  # one transfer from the device for the moment
             if self.values:
-                self.keep(self.o.AFTER, self.o.PARAMS, [t for _, t in named])
-            grads = digest([p.grad if p.grad is not None else "none" for p in _params(optimizer)])
-            now[self.o.AFTER] = {self.o.GENERATORS: self.generators(), self.o.GRADS: grads, self.o.PARAMS: params}
+                self.keep(self.o.AFTER, self.o.PARAMS, list(named.values()))
+            params = dict(zip(named, found[1:], strict=True))
+            now[self.o.AFTER] = {self.o.GENERATORS: self.generators(), self.o.GRADS: found[0], self.o.PARAMS: params}
             self.write()
         if self.stop == (self.o.SIGTERM, self.update):  # a preemption: the trainer's own handler saves and exits
             self.stopped = self.update
@@ -248,6 +230,7 @@ class Observer:
             "stopped": self.stopped,
             "blocked": self.blocked,
             "iterators": sorted(self.iterators),
+            self.o.FINGERPRINT: self.f.ALGORITHMS,
         }
         temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         temporary.write_text(json.dumps({**document, "failed": self.failed}, allow_nan=True))

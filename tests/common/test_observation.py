@@ -59,3 +59,18 @@ def test_a_stop_or_block_is_never_inherited_from_the_verifiers_own_environment()
     assert o.STOP_ENV not in env and o.BLOCK_ENV not in env and env[o.UPDATES_ENV] == "1-4"
     env = o.environment({}, Path("/r"), {2}, (o.SIGTERM, 3), ("rng",))
     assert (env[o.STOP_ENV], env[o.BLOCK_ENV]) == ("sigterm:3", "rng")
+
+
+def test_records_compare_only_when_made_with_the_same_fingerprints(tmp_path):
+    made = {"cpu": "xxh3-128", "device": "pk128/1"}
+    records = []
+    for name, fingerprint in (("a", made), ("b", made), ("c", {**made, "cpu": "sha256"}), ("d", None)):
+        path = tmp_path / f"{name}.json"
+        document = {"format": o.FORMAT, "updates": {}, **({o.FINGERPRINT: fingerprint} if fingerprint else {})}
+        path.write_text(json.dumps(document))
+        records.append(o.read(path))
+    assert records[0].fingerprint == made and records[3].fingerprint is None
+    assert o.comparable(records[:2]) is None and o.comparable([]) is None
+    why = o.comparable(records[:3])
+    assert why is not None and "cpu sha256, device pk128/1 (c.json)" in why and "(a.json, b.json)" in why
+    assert "unrecorded fingerprints (d.json)" in (o.comparable([records[0], records[3]]) or "")

@@ -163,3 +163,12 @@ def test_the_batch_is_the_training_forward_passs_and_the_model_holds_every_buffe
     assert len(batches) == 4  # the evaluation's constant batch would repeat from update 2 on
     seen = [records["updates"][n][o.FORWARD][o.MODEL]["seen"] for n in "1234"]
     assert len(set(seen)) == 4  # the non-persistent buffer, as it enters each update
+
+
+def test_each_record_names_its_fingerprints_and_the_optimizer_state_is_digested_per_tensor(recorded):
+    assert recorded[o.FINGERPRINT] == {"cpu": "xxh3-128", "device": "pk128/1"}
+    state = recorded["updates"]["2"][o.STEP][o.OPTIMIZER]
+    assert sorted(state) == [f"{n}.{key}" for n in range(4) for key in ("exp_avg", "exp_avg_sq", "step")]
+    assert recorded["updates"]["1"][o.STEP][o.OPTIMIZER] == {}  # no state before Adam's first step
+    three = recorded["updates"]["3"][o.STEP][o.OPTIMIZER]
+    assert all(three[key] != state[key] for key in state)  # every tensor moved in update 2

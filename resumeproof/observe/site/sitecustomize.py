@@ -71,8 +71,10 @@ class _Watcher(importlib.abc.MetaPathFinder):
                 names = _load("observation", OBSERVE.parent / "common" / "observation.py")
                 observer = _load("observer", OBSERVE / "observer.py")
                 block = _load("block", OBSERVE / "block.py")
+                fingerprint = _load("fingerprint", OBSERVE / "fingerprint.py")
                 self.installer = _load("install", OBSERVE / "install.py")
-                self.names, self.observer = names, self.installer.install(names, observer, block, os.environ)
+                self.observer = self.installer.install(names, observer, block, fingerprint, os.environ)
+                self.names = names
                 for early, loaded in self.early.items():
                     self.installer.imported(self.observer, self.names, early, loaded)
             elif self.observer is None:
