@@ -48,6 +48,10 @@ MIX = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)  # splitmix64's finalizer's multi
 CHUNK = 1 << 22  # words per step of the torch-ops implementation: 32 MB of each temporary
 LOW32 = (1 << 32) - 1
 HOST = ("cpu",)  # the device types whose tensors are hashed on the host (xxh3); every other one's by pk128/1
+# A device tensor this small is hashed on the host too, copied there with the moment's other small ones at once: a
+# counter that one run holds on the CPU and another on the GPU (AdamW's `step`, after a `map_location`) is one value,
+# and must read as one. A larger tensor on another device reads as another value: runs place their state alike.
+SMALL = 1 << 16  # bytes
 _PLAIN = (int, float, bool, str, type(None))
 Lanes = Callable[[torch.Tensor, int], torch.Tensor]  # (int64 words, global index of the first) -> the lanes' sums
 
@@ -176,11 +180,13 @@ class Moment:
     tensors' sums started on their devices), and `digests()` moves every device's sums to the host in one transfer."""
 
     def __init__(self) -> None:
-        self.streams: list[list[bytes | int]] = []  # per value: bytes, or the index of a device tensor's sums
+        self.streams: list[list[bytes | int | str]] = []  # per value: bytes, a device tensor's sums by index, or
+        # a small device tensor's bytes by key ("s3")
         self.pending: list[tuple[torch.Tensor, int]] = []  # (sums on the device, byte length)
+        self.small: list[torch.Tensor] = []  # small device tensors' bytes, to hash on the host
 
     def add(self, value: Any) -> None:
-        stream: list[bytes | int] = []
+        stream: list[bytes | int | str] = []
         self._feed(stream, value)
         self.streams.append(stream)
 
@@ -193,14 +199,30 @@ class Moment:
         for indices in by_device.values():  # the moment's one transfer per device
             host = torch.stack([self.pending[n][0] for n in indices]).tolist()
             done |= {n: finish(row, self.pending[n][1]) for n, row in zip(indices, host, strict=True)}
-        joined = (b"".join(part if isinstance(part, bytes) else done[part] for part in s) for s in self.streams)
+        small = self._small()
+        joined = (b"".join(_part(part, done, small) for part in s) for s in self.streams)
         return [hashlib.sha256(data).hexdigest()[:32] for data in joined]
 
-    def _feed(self, out: list[bytes | int], value: Any) -> None:
+    def _small(self) -> list[bytes]:
+        """The small device tensors' fingerprints, as a CPU tensor's: their bytes copied at once per device."""
+        by_device: dict[torch.device, list[int]] = {}
+        for n, data in enumerate(self.small):
+            by_device.setdefault(data.device, []).append(n)
+        found: dict[int, bytes] = {}
+        for indices in by_device.values():
+            host = torch.cat([self.small[n] for n in indices]).cpu()
+            sizes = [self.small[n].numel() for n in indices]
+            found |= {n: cpu_fingerprint(part) for n, part in zip(indices, host.split(sizes), strict=True)}
+        return [found[n] for n in range(len(self.small))]
+
+    def _feed(self, out: list[bytes | int | str], value: Any) -> None:
         if isinstance(value, torch.Tensor):
             out.append(f"{value.dtype}{tuple(value.shape)}".encode())
             if value.device.type in HOST:
                 out.append(cpu_fingerprint(value))
+            elif value.numel() * value.element_size() <= SMALL:
+                out.append(f"s{len(self.small)}")
+                self.small.append(_bytes(value))
             else:
                 out.append(len(self.pending))
                 self.pending.append(device_lanes(value))
@@ -219,6 +241,12 @@ class Moment:
             out.append(b"]")
         else:
             out.append(repr(value).encode())
+
+
+def _part(part: bytes | int | str, done: dict[int, bytes], small: list[bytes]) -> bytes:
+    if isinstance(part, bytes):
+        return part
+    return done[part] if isinstance(part, int) else small[int(part[1:])]
 
 
 def digests(values: list[Any]) -> list[str]:

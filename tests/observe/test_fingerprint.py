@@ -148,6 +148,7 @@ def test_a_moment_fingerprints_device_tensors_by_pk128_and_reads_their_sums_once
     """The device path, run on the CPU: every tensor's sums are read in one transfer, and each digest is the sha256
     of its dtype, shape and pk128/1 fingerprint."""
     monkeypatch.setattr(f, "HOST", ())
+    monkeypatch.setattr(f, "SMALL", -1)  # none small: every tensor by pk128/1
     reads = []
     stack = torch.stack
     monkeypatch.setattr(torch, "stack", lambda tensors, *a, **k: reads.append(len(tensors)) or stack(tensors, *a, **k))
@@ -156,3 +157,18 @@ def test_a_moment_fingerprints_device_tensors_by_pk128_and_reads_their_sums_once
     expected = [f"{t.dtype}{tuple(t.shape)}".encode() + bytes.fromhex(reference(raw(t))) for t in tensors]
     assert found[:3] == [hashlib.sha256(data).hexdigest()[:32] for data in expected]
     assert reads[-1] == 4  # one stack of four tensors' sums, moved to the host at once
+
+
+def test_a_small_device_tensor_reads_as_the_same_value_on_the_cpu(monkeypatch):
+    """AdamW's `step` on the GPU after a `map_location`, on the CPU in the run that never saved: one value, one
+    digest. The device path, run on the CPU: a tensor under SMALL bytes is copied to the host with the moment's
+    other small ones at once and hashed there; a larger one is fingerprinted by pk128/1 on its device."""
+    step, large = torch.tensor(5.0), torch.arange(f.SMALL, dtype=torch.float32)
+    on_the_host = f.digests([{"step": step}, large])
+    monkeypatch.setattr(f, "HOST", ())
+    copies = []
+    cat = torch.cat
+    monkeypatch.setattr(torch, "cat", lambda tensors, *a, **k: copies.append(len(tensors)) or cat(tensors, *a, **k))
+    on_a_device = f.digests([{"step": step}, large, torch.ones(3)])
+    assert on_a_device[0] == on_the_host[0] and on_a_device[1] != on_the_host[1]
+    assert copies == [2]  # the two small tensors, copied at once
