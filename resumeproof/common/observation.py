@@ -11,18 +11,19 @@ process. The observer (resumeproof/observe/) writes one JSON document, atomicall
 
 An UPDATE holds, in the order the update consumes them, digests (32 hex digits: a sha256 over a structure's keys,
 dtypes, shapes and its tensors' fingerprints, each computed where the tensor lives with the algorithms FINGERPRINT
-names, observe/fingerprint.py) and a few numbers: `start` (the generators' states right after the previous update; the
-process's first update has none), `forward` (at the first forward pass: the generators, the batch entering the root
-module, the model's parameters and buffers), `loss` (the loss handed to backward, unscaled where a GradScaler scaled
-it), `step` (right before the optimizer's step: its per-parameter state, one digest per tensor under "PARAM_INDEX.KEY"
-such as "0.exp_avg", every param group's hyper-parameters, every LR scheduler and GradScaler), `after` (right after
-the step: the generators, the gradients the step used, the parameters). `restores` lists every generator restore
-(`torch.set_rng_state`, `numpy.random.set_state`, `random.setstate`, the kit's `Generators.restore`, ...) with the
-state's digest and the update it came before. `iterators` lists the updates in progress when the process made a new
-DataLoader iterator (where an epoch, or an evaluation loop, starts); `completed` counts the updates the process
-finished; `stopped` is K where STOP_ENV asked the observer to end the process after update K (the record of update K+1
-then holds its inputs up to the step it never took); `blocked` lists the restores BLOCK_ENV turned into no-ops that
-the trainer called. The document is written again when the process exits.
+names, observe/fingerprint.py) and a few numbers: `start` (the generators' states right after the previous update;
+the process's first update has none), `forward` (at the first forward pass: the generators, the batch entering the
+root module, the model's parameters and buffers), `loss` (the loss handed to backward, unscaled where a GradScaler
+scaled it), `step` (right before the optimizer's step: its per-parameter state, one digest per tensor under
+"PARAM_INDEX.KEY" such as "0.exp_avg", every param group's hyper-parameters, every LR scheduler, GradScaler and
+averaged model), `after` (right after the step: the generators, the gradients the step used, the parameters).
+`restores` lists every generator restore (`torch.set_rng_state`, `numpy.random.set_state`, `random.setstate`, the
+kit's `Generators.restore`, ...) with the state's digest and the update it came before. `iterators` lists the
+updates in progress when the process made a new DataLoader iterator (where an epoch, or an evaluation loop, starts);
+`completed` counts the updates the process finished; `stopped` is K where STOP_ENV asked the observer to end the
+process after update K (the record of update K+1 then holds its inputs up to the step it never took); `blocked`
+lists the restores BLOCK_ENV turned into no-ops that the trainer called. The document is written again when the
+process exits.
 
 This module is loaded by its path inside trainers that may not have this package installed (the observer's
 `sitecustomize`): it imports the standard library only.
@@ -51,6 +52,7 @@ MOMENTS = (START, FORWARD, LOSS, STEP, AFTER)
 # What a moment holds.
 GENERATORS, BATCH, MODEL, GRADS = "generators", "batch", "model", "grads"
 OPTIMIZER, GROUPS, SCHEDULERS, SCALERS, PARAMS = "optimizer", "groups", "schedulers", "scalers", "params"
+AVERAGED = "averaged"  # every torch.optim.swa_utils.AveragedModel (an EMA, SWA), at the step: no forward pass uses it
 VALUE, DIGEST, SCALE = "value", "digest", "scale"
 GLOBAL, KIT = "global", "kit"  # generators: the process-wide ones by their own names, a trainer's own by its names
 # How the observer ends an interrupted run (`--stop`): just before update K+1's optimizer step, after whatever the

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 from torch.nn.modules import module as torch_module
-from torch.optim import lr_scheduler
+from torch.optim import lr_scheduler, swa_utils
 from torch.optim import optimizer as torch_optimizer
 
 # observe/observer.py's Observer: sitecustomize loads both modules by their paths (no package import here, so
@@ -126,12 +126,14 @@ def _losses(o: Observer) -> None:
 
 
 def _built(o: Observer) -> None:
-    """Every LR scheduler and GradScaler built from now on; a step a GradScaler skips still ends the update."""
+    """Every LR scheduler, GradScaler and averaged model (an EMA, SWA: `torch.optim.swa_utils.AveragedModel`) built
+    from now on; a step a GradScaler skips still ends the update."""
     for kind in vars(lr_scheduler).values():
         if isinstance(kind, type) and issubclass(kind, lr_scheduler.LRScheduler) and "__init__" in vars(kind):
             _after(kind, "__init__", guarded(o, lambda self, *a, **k: o.schedulers.add(self)))
     scaler = torch.amp.GradScaler
     _after(scaler, "__init__", guarded(o, lambda self, *a, **k: o.scalers.add(self)))
+    _after(swa_utils.AveragedModel, "__init__", guarded(o, lambda self, *a, **k: o.averaged.add(self)))
     step = scaler.step
 
     @functools.wraps(step)

@@ -57,6 +57,7 @@ class Observer:
         self.root: weakref.ref | None = None  # the module the update's first forward pass entered
         self.schedulers: weakref.WeakSet = weakref.WeakSet()
         self.scalers: weakref.WeakSet = weakref.WeakSet()
+        self.averaged: weakref.WeakSet = weakref.WeakSet()  # EMA and SWA models: state no forward pass may show
         self.kit_generators: weakref.WeakSet = weakref.WeakSet()
 
     # -- what is recorded ------------------------------------------------------------------------------------
@@ -94,19 +95,26 @@ class Observer:
 
     def optimizer_state(self, optimizer: torch.optim.Optimizer) -> Record:
         """Each tensor of the optimizer's per-parameter state by itself ("PARAM_INDEX.KEY", where a difference then
-        shows), the param groups, LR schedulers and GradScalers: the device's digests moved to the host at once."""
+        shows), the param groups, LR schedulers, GradScalers and averaged models: the device's digests moved to the host
+        at once."""
         state = {
             f"{n}.{key}": value
             for n, p in enumerate(_params(optimizer))
             for key, value in sorted(optimizer.state.get(p, {}).items(), key=lambda item: str(item[0]))
         }
-        schedulers = list(self.schedulers)
-        found = self.f.digests([*state.values(), *(s.state_dict() for s in schedulers)])
+        schedulers, averaged = list(self.schedulers), list(self.averaged)
+        found = self.f.digests(
+            [*state.values(), *(s.state_dict() for s in schedulers), *(m.state_dict() for m in averaged)]
+        )
+        after = len(state) + len(schedulers)
         groups = [{k: _plain(v) for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
         return {
             self.o.OPTIMIZER: dict(zip(state, found, strict=False)),
             self.o.GROUPS: groups,
-            self.o.SCHEDULERS: [{type(s).__name__: d} for s, d in zip(schedulers, found[len(state) :], strict=True)],
+            self.o.SCHEDULERS: [
+                {type(s).__name__: d} for s, d in zip(schedulers, found[len(state) : after], strict=True)
+            ],
+            self.o.AVERAGED: [{type(m.module).__name__: d} for m, d in zip(averaged, found[after:], strict=True)],
             self.o.SCALERS: [_scaler(s) for s in list(self.scalers) if s.is_enabled()],
         }
 

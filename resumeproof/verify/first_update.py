@@ -13,6 +13,7 @@ from typing import Any
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import (
     DATA,
+    EMA,
     MODEL,
     OPTIMIZER,
     OTHER_RANKS_DATA,
@@ -195,11 +196,14 @@ CHECKS: Checks = [
     ("optimizer state", _moment(o.STEP, o.OPTIMIZER, "the optimizer's state", OPTIMIZER)),
     ("LR schedulers", _moment(o.STEP, o.SCHEDULERS, "an LR scheduler's state", SCHEDULER)),
     ("hyper-parameters", _groups),
+    ("averaged models", _moment(o.STEP, o.AVERAGED, "an averaged model's state (an EMA, SWA)", EMA)),
     ("", _moment(o.AFTER, o.PARAMS, "the parameters after the step", None, _AFTER)),
 ]
 
 # What an update consumes, in its order, and nothing it computes: the restore of a trainer that is not deterministic.
 INPUTS: Checks = [(label, check) for label, check in CHECKS if label in ("generators", "batch", "model", "GradScaler")]
 INPUTS += [
-    (label, check) for label, check in CHECKS if label in ("optimizer state", "LR schedulers", "hyper-parameters")
+    (label, check)
+    for label, check in CHECKS
+    if label in ("optimizer state", "LR schedulers", "hyper-parameters", "averaged models")
 ]

@@ -29,12 +29,14 @@ RESTORED = (  # what an update consumes, as the interrupted process held it just
     (o.STEP, o.GROUPS),
     (o.STEP, o.SCHEDULERS),
     (o.STEP, o.SCALERS),
+    (o.STEP, o.AVERAGED),
 )
 # The parts a diagnosis names, in the protocol's words; CUDA's generator where the records hold it (the observer
 # records it once CUDA is initialized: elsewhere it is not unseen, it does not exist).
-PARTS = (*protocol.standard_parts(("python", "numpy", "torch")), protocol.SCALER)
+PARTS = (*protocol.standard_parts(("python", "numpy", "torch")), protocol.SCALER, protocol.EMA)
 CUDA = "cuda"
 LABELS = {(o.LOSS, o.DIGEST): "loss", (o.STEP, o.OPTIMIZER): "optimizer state", (o.AFTER, o.PARAMS): "parameters"}
+LABELS |= {(o.STEP, o.AVERAGED): "averaged models"}
 NEGATIVE_SETTERS = "torch.set_rng_state, numpy.random.set_state, random.setstate"
 
 
