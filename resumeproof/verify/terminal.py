@@ -215,7 +215,10 @@ def verdict_line(v: Verification) -> str:
         return f"[green]PASSED:[/] every resume concordant, {control}{extra}"
     failed = [c.name for c in v.failed()]
     blind = f" The protocol is blind to: {', '.join(v.blind_to)}." if v.blind_to else ""
-    return f"[red]FAILED:[/] {spread.capitalize()}{'; '.join(failed)}.{blind}"
+    judged = (
+        f"{spread.removesuffix(', so ')}, judged by its restore and its measured spread; failed: " if spread else ""
+    )
+    return f"[red]FAILED:[/] {judged}{'; '.join(failed)}.{blind}"
 
 
 def _no_control(v: Verification) -> str:
