@@ -99,8 +99,8 @@ def resume_verification(tmp_path: Path) -> Callable[..., Outcome]:
     """`resume_verification(train_cmd, **options)` runs `resumeproof verify` and returns its Outcome.
 
     Options are the command's, in Python spelling: steps=, interrupt_at=, faults=, segments=[...],
-    allow_unsafe_pickle=[...], check_cadence=True, atol=, timeout=, jobs= (default: cores / xdist
-    workers), cwd= (where the command runs; default: the current directory); for a script as it is,
+    allow_unsafe_pickle=[...], check_cadence=True, require_deterministic=True, atol=, timeout=, jobs= (default:
+    cores / xdist workers), cwd= (where the command runs; default: the current directory); for a script as it is,
     observe=True with resume_cmd=, checkpoint=, and preset= or stop= (docs/observe.md)."""
     runs = itertools.count()
 
