@@ -18,7 +18,7 @@ from resumeproof.common.protocol import FAULT_PREFIX, RESUMED_NO_RNG, CheckId, C
 from resumeproof.verify import observed_judge
 from resumeproof.verify.findings import DIVERGENT, WITHIN_SPREAD, Check, Fault, Resume
 from resumeproof.verify.spread import Band, Run, measure
-from resumeproof.verify.tiers import outside_diagnosis
+from resumeproof.verify.tiers import outside_check
 
 Observed = Mapping[int | None, o.Observation]
 HELD = {"loss": (o.LOSS, o.VALUE), "batch": (o.FORWARD, o.BATCH), "hyper-parameters": (o.STEP, o.GROUPS)}
@@ -47,18 +47,8 @@ def resume(
 ) -> tuple[Resume, Check]:
     """The trajectory tier of one resume; its diagnosis is the restore's where that differs."""
     outside = band.outside(run_of(continuous), run_of(resumed, k), prefix="update")
-    why = restored.diagnosis if restored is not None and not restored.passed else None
-    if outside is not None and why is None:
-        why = outside_diagnosis(outside)
-    check = Check(
-        id=CheckId(kind=CheckKind.RESUME, trajectory=name),
-        name=f"{name} (from update {k}) within the script's measured spread",
-        passed=outside is None,
-        max_abs_diff=outside.distance if outside is not None else None,
-        first_mismatch=outside.path if outside is not None else None,
-        detail=outside.said() if outside is not None else None,
-        diagnosis=why if outside is not None else None,
-    )
+    check_id = CheckId(kind=CheckKind.RESUME, trajectory=name)
+    check = outside_check(check_id, f"{name} (from update {k}) within the script's measured spread", outside, restored)
     entry = Resume(
         verdict=WITHIN_SPREAD if outside is None else DIVERGENT,
         max_state_deviation=None,

@@ -19,6 +19,7 @@ from resumeproof.verify.trajectories import DONE, Trajectory, TrajectoryError, f
 from resumeproof.verify.verification import record
 
 Records = dict[str, dict[int | None, observation.Observation]]
+TWO = (CONTINUOUS, REPEAT)  # the runs every verification repeats itself with
 Observed = dict[int | None, observation.Observation]
 Entry = TypeVar("Entry", Resume, Fault)
 
@@ -70,8 +71,9 @@ def _inferred(s: observed.ObservedSettings, continuous: Trajectory) -> tuple[obs
 
 
 def _repeats_itself(s: observed.ObservedSettings, trajectories: list[Trajectory]) -> bool:
-    records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
-    return observed_judge.determinism(records[CONTINUOUS], records[REPEAT], s.atol)[0].deterministic is not False
+    """Whether the continuous run and its repeat agree (within --atol): else the spread is to be measured."""
+    read = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe and t.name in TWO}
+    return observed_judge.determinism(read[CONTINUOUS], read[REPEAT], s.atol)[0].deterministic is not False
 
 
 def _judge(s: observed.ObservedSettings, result: Verification, records: Records) -> None:
@@ -83,7 +85,9 @@ def _judge(s: observed.ObservedSettings, result: Verification, records: Records)
     checks: list[Check] = [check]
     # Within --atol the continuous run may repeat itself and still differ from itself in the last bits: its update
     # k+1 then differs from any resume's in every digest, and only the interrupted process's inputs tell a part.
-    exact = observed_judge.determinism(continuous, records[REPEAT], 0.0)[0].deterministic is not False
+    exact = result.determinism.deterministic is not False
+    if s.atol > 0:  # bit for bit, the judgement above says it already
+        exact = observed_judge.determinism(continuous, records[REPEAT], 0.0)[0].deterministic is not False
     for k in s.points:
         interrupted, resumed = point_names(k, k == s.primary)
         step = _stopped(records[interrupted])

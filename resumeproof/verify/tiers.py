@@ -118,11 +118,11 @@ def _at_restore(saved: dict[str, Any], twin: dict[str, Any], parts: tuple[str, .
     return Diagnosis(lost=lost, rule=RESTORED, step=k + 1, evidence=evidence, explanation=said)
 
 
-def outside_check(check_id: CheckId, name: str, outside: Outside | None, restore: Restored | None) -> Check:
+def outside_check(check_id: CheckId, name: str, outside: Outside | None, restore: Check | None) -> Check:
     """The trajectory tier of one run: inside the band, or where it first left it. Its diagnosis is the restore's
     where the restore differs (the proof names the part), else it names none: state the restore cannot see, or a
     spread its repeats underestimated."""
-    why = restore.check.diagnosis if restore is not None and not restore.same else None
+    why = restore.diagnosis if restore is not None and not restore.passed else None
     if outside is not None and why is None:
         why = outside_diagnosis(outside)
     return Check(
@@ -155,7 +155,7 @@ def within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
     restore = restored(t, a.summaries, a.parts, e.resumed_at) if t.after else None
     if e.kind in (Expect.PREFIX, Expect.CONCORDANT):
         name = e.name if e.kind is Expect.PREFIX else f"{t.name} (from step {e.resumed_at}) within the measured spread"
-        check = outside_check(e.id, name, outside, restore)
+        check = outside_check(e.id, name, outside, restore.check if restore is not None else None)
         if e.kind is Expect.PREFIX:
             return Held(check=check)
         resume = resume_entry(a.continuous, other, result, parts_of["state"], check.diagnosis, None)
