@@ -1,11 +1,8 @@
 """`resumeproof verify` (and `python -B verify_resume.py`): run a training command as fresh processes and prove
 that it resumes exactly; exit 0 passed, 1 a comparison failed, 2 could not complete."""
 
-import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
@@ -17,19 +14,14 @@ from resumeproof.verify import settings
 from resumeproof.verify.observed import PRESETS, with_preset
 from resumeproof.verify.points import EPOCHS
 from resumeproof.verify.result import Verification
-from resumeproof.verify.settings import ALL, DEFAULT_POINT, Allowances, Settings, SettingsError
+from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
 
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from resumeproof.verify.observed import ObservedSettings
-
-COMMAND_LINE = ParameterSource.COMMANDLINE
 # What a protocol verification has and `--observe` does not: judged from the observer's records, with no summary.
 NOT_OBSERVED = (
     "segments", "check_cadence", "repeat", "no_observe", "plot", "allow_unsafe_pickle", "allow_opaque",
     "torch_load",
 )  # fmt: skip
+ONLY_OBSERVED = ("checkpoint", "preset", "stop")
 
 
 @click.command(name="verify", context_settings=CONTEXT)
@@ -164,141 +156,67 @@ def run_verify(
     debug,
 ) -> None:
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
-
+    wrong = [f"--{n.replace('_', '-')}" for n in (NOT_OBSERVED if observe else ONLY_OBSERVED) if _given(n)]
+    if wrong:
+        where = "does not apply with --observe" if observe else "applies only with --observe"
+        raise click.UsageError(f"{wrong[0]} {where} (docs/observe.md)")
     if observe:
-        from resumeproof.verify import observed_verification
-
-        given = [f"--{n.replace('_', '-')}" for n in NOT_OBSERVED if ctx_source(n) is COMMAND_LINE]
-        if given:
-            raise click.UsageError(f"{given[0]} does not apply with --observe (docs/observe.md)")
         train_cmd, resume_cmd, checkpoint = with_preset(preset, train_cmd, resume_cmd, checkpoint)
-        watched = parsed(
-            lambda: _observed(
-                output,
-                steps,
-                interrupt_at,
-                train_cmd,
-                resume_cmd,
-                checkpoint,
-                stop,
-                faults,
-                jobs,
-                timeout,
-                atol if ctx_source("atol") is COMMAND_LINE else 0.0,  # bit for bit unless asked
-                require_deterministic,
-            )
-        )
-        _finish(debug, junit_xml, summary_md, output, train_cmd, lambda out: observed_verification.verify(watched, out))
-    from resumeproof.verify.plot import INSTALL, available
-    from resumeproof.verify.verification import verify
-
-    only = [f"--{n}" for n in ("checkpoint", "preset", "stop") if ctx_source(n) is COMMAND_LINE]
-    if only:
-        raise click.UsageError(f"{only[0]} applies only with --observe (docs/observe.md)")
+        atol = atol if _given("atol") else 0.0  # a script is judged bit for bit unless asked
     asked = parsed(
         lambda: Settings(
             output=output,
             steps=steps,
-            points=settings.parse_points(interrupt_at, steps),
+            points=settings.parse_points(interrupt_at, steps),  # empty for epochs: read off the continuous run
             atol=atol,
-            train_cmd=settings.parse_train_cmd(train_cmd),
+            train_cmd=train_cmd,
             jobs=jobs,
             timeout=timeout,
             torch_load=torch_load,
-            faults=settings.parse_faults(faults),
+            faults=settings.parse_faults(faults, script=observe),
             segments=settings.parse_segments(segments, steps),
             infer_points=interrupt_at == EPOCHS,
             cadence=1 if check_cadence else 0,
             plot=plot,
             allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
-            resume_cmd=settings.parse_train_cmd(resume_cmd, "--resume-cmd") if resume_cmd else None,
+            resume_cmd=resume_cmd,
             repeat=repeat,
             observe=not no_observe,
             require_deterministic=require_deterministic,
+            script=observe,
+            checkpoint=checkpoint,
+            stop=stop,
         )
     )
-    if plot and not available():
-        raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
-    _finish(debug, junit_xml, summary_md, output, train_cmd, lambda out: verify(asked, out))
+    if plot:
+        from resumeproof.verify.plot import INSTALL, available
+
+        if not available():
+            raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
+    sys.exit(_verified(asked, debug, junit_xml, summary_md))
 
 
-def ctx_source(name: str) -> ParameterSource | None:
-    """Where an option's value came from: the command line, or its default."""
-    return click.get_current_context().get_parameter_source(name)
+def _given(name: str) -> bool:
+    """Whether an option was typed on the command line (not its default)."""
+    return click.get_current_context().get_parameter_source(name) is ParameterSource.COMMANDLINE
 
 
-def _finish(
-    debug: bool,
-    junit_xml: Path | None,
-    summary_md: Path | None,
-    output: Path,
-    train_cmd: str,
-    run: Callable[["Console"], Verification],
-) -> None:
-    """Run one verification, write the CI reports (also when nothing could run), print it, exit with its code."""
+def _verified(s: Settings, debug: bool, junit_xml: Path | None, summary_md: Path | None) -> int:
+    """Run one verification, write the CI reports (also when nothing could run), print it; its exit code."""
     from resumeproof.verify import terminal
+    from resumeproof.verify.verification import verify
 
     out = terminal.console()
     with exit_on_error(prog(), debug):
         try:
-            result = run(out)
+            result = verify(s, out)
         except ResumeproofError as err:  # nothing was run: the CI reports still say why
-            _ci_reports(junit_xml, summary_md, Verification(error=one_line(err), train_cmd=train_cmd), output)
+            failed = Verification(error=one_line(err), train_cmd=s.train_cmd)
+            _ci_reports(junit_xml, summary_md, failed, s.output)
             raise
-        _ci_reports(junit_xml, summary_md, result, output)
+        _ci_reports(junit_xml, summary_md, result, s.output)
     terminal.print_report(out, result)
-    sys.exit(EXIT_ERROR if result.error else EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
-
-
-def _observed(
-    output: Path,
-    steps: int,
-    interrupt_at: str,
-    train_cmd: str,
-    resume_cmd: str | None,
-    checkpoint: str | None,
-    stop: str,
-    faults: str | None,
-    jobs: int,
-    timeout: float,
-    atol: float,
-    require_deterministic: bool,
-) -> "ObservedSettings":
-    from resumeproof.verify.observed import ObservedError, ObservedSettings, check_templates
-
-    if checkpoint is None or resume_cmd is None:
-        raise SettingsError("--checkpoint" if checkpoint is None else "--resume-cmd", "is required with --observe")
-    try:
-        check_templates(train_cmd, resume_cmd, checkpoint)
-    except ObservedError as err:
-        raise SettingsError(err.flag, err.message) from None
-    parts = (
-        observation.BLOCKABLE
-        if faults == ALL
-        else tuple(dict.fromkeys(p.strip() for p in (faults or "").split(",") if p.strip()))
-    )
-    unknown = [p for p in parts if p not in observation.BLOCKABLE]
-    if unknown:
-        raise SettingsError(
-            "--faults", f"{unknown[0]!r}: with --observe, all or among {', '.join(observation.BLOCKABLE)}"
-        )
-    if not (math.isfinite(atol) and atol >= 0):
-        raise SettingsError("--atol", f"{atol} must be a finite number >= 0")
-    return ObservedSettings(
-        output=output,
-        steps=steps,
-        points=settings.parse_points(interrupt_at, steps),  # empty for epochs: read off the continuous run
-        infer_points=interrupt_at == EPOCHS,
-        train_cmd=train_cmd,
-        resume_cmd=resume_cmd,
-        checkpoint=checkpoint,
-        stop=stop,
-        faults=parts,
-        jobs=jobs,
-        timeout=timeout,
-        atol=atol,
-        require_deterministic=require_deterministic,
-    )
+    return EXIT_ERROR if result.error else EXIT_PASSED if result.all_checks_passed else EXIT_FAILED
 
 
 def _ci_reports(junit_xml: Path | None, summary_md: Path | None, result: "Verification", output: Path) -> None:

@@ -16,43 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resumeproof.common import observation
-from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG
 from resumeproof.verify.plan import OBSERVED, point_names
 from resumeproof.verify.points import Epochs
-from resumeproof.verify.settings import primary_first
+from resumeproof.verify.settings import CHECKPOINT, RUN, STEP, STEPS, Settings, primary_first
 from resumeproof.verify.trajectories import Observe, Trajectory, TrajectoryError
-
-RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"  # the placeholders
-
-
-class ObservedError(ResumeproofError):
-    """The commands or the checkpoint pattern of `--observe` cannot work as given; `flag` names the option."""
-
-    def __init__(self, flag: str, message: str) -> None:
-        super().__init__(f"{flag} {message}")
-        self.flag, self.message = flag, message
-
-
-@dataclass(frozen=True)
-class ObservedSettings:
-    output: Path
-    steps: int  # N: the continuous run's updates, `{steps}` in every command
-    points: tuple[int, ...]  # the interruption points k, the primary first (empty until inferred)
-    train_cmd: str
-    resume_cmd: str
-    checkpoint: str  # the pattern of the interrupted run's checkpoint: `{run}` and `{step}`
-    stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
-    faults: tuple[str, ...] = ()  # parts whose `load_state_dict` a resume has blocked (observation.BLOCKABLE)
-    jobs: int = 1
-    timeout: float = 600.0
-    atol: float = 0.0  # bit for bit unless asked: above 0 the observer keeps the compared state by value too
-    infer_points: bool = False  # --interrupt-at epochs: where the continuous run starts a new DataLoader iterator
-    require_deterministic: bool = False  # a script that differs from itself fails (else: the restore, the spread)
-
-    @property
-    def primary(self) -> int:
-        return self.points[0]
 
 
 @dataclass(frozen=True)
@@ -97,30 +65,6 @@ def with_preset(
     return train, resume, checkpoint or preset.checkpoint
 
 
-def check_templates(train_cmd: str, resume_cmd: str, checkpoint: str) -> None:
-    """Refuse, in one line, commands that cannot give every trajectory its own run or resume from a checkpoint."""
-    needs = (
-        ("--train-cmd", train_cmd, (RUN, STEPS)),
-        ("--resume-cmd", resume_cmd, (RUN, STEPS, CHECKPOINT)),
-        ("--checkpoint", checkpoint, (RUN,)),
-    )
-    for flag, text, placeholders in needs:
-        missing = [p for p in placeholders if p not in text]
-        if missing:
-            raise ObservedError(flag, f"{text!r} lacks {', '.join(missing)}: {_WHY[missing[0]]}")
-        try:
-            shlex.split(text)
-        except ValueError as err:
-            raise ObservedError(flag, f"{text!r}: {err}") from None
-
-
-_WHY = {
-    RUN: "each process needs a directory of its own",
-    STEPS: "every process must be told the same run length N (the observer stops the interrupted one)",
-    CHECKPOINT: "the resuming process must be told which checkpoint to resume from",
-}
-
-
 def command(template: str, run: Path, steps: int, checkpoint: Path | None = None) -> list[str]:
     """A command line with its placeholders filled, token by token (a path with spaces stays one argument)."""
     filled = {RUN: str(run), STEPS: str(steps), CHECKPOINT: str(checkpoint or "")}
@@ -132,23 +76,23 @@ def command(template: str, run: Path, steps: int, checkpoint: Path | None = None
     return out
 
 
-def checkpoint_of(s: ObservedSettings, run: Path, step: int) -> Path:
-    return Path(s.checkpoint.replace(RUN, str(run)).replace(STEP, str(step)))
+def checkpoint_of(s: Settings, run: Path, step: int) -> Path:
+    return Path(s.checkpoint_pattern.replace(RUN, str(run)).replace(STEP, str(step)))
 
 
-def build(s: ObservedSettings) -> list[Trajectory]:
+def build(s: Settings) -> list[Trajectory]:
     """The continuous run, its repeat (determinism before diagnosis), and one interrupted run per point; the
     resumes follow each interrupted run once its checkpoint is known (`resumes`)."""
     return [reference(s, CONTINUOUS), reference(s, REPEAT), *interrupted(s)]
 
 
-def reference(s: ObservedSettings, name: str) -> Trajectory:
+def reference(s: Settings, name: str) -> Trajectory:
     """The continuous run, or a repeat of it (protocol.REPEATS), every update recorded."""
     watch = Observe(s.output / OBSERVED / name, f"1-{s.steps}", values=s.atol > 0)
     return _trajectory(s, name, s.train_cmd, watch)
 
 
-def interrupted(s: ObservedSettings) -> list[Trajectory]:
+def interrupted(s: Settings) -> list[Trajectory]:
     """One interrupted run per point (none until the points are inferred)."""
     plan = []
     for k in s.points:
@@ -158,7 +102,7 @@ def interrupted(s: ObservedSettings) -> list[Trajectory]:
     return plan
 
 
-def resumes(s: ObservedSettings, interrupted: Trajectory, k: int) -> list[Trajectory]:
+def resumes(s: Settings, interrupted: Trajectory, k: int) -> list[Trajectory]:
     """The resumes from an interrupted run that stopped after update `k`: the full resume, and from the primary
     point the negative control and one fault per part."""
     point = next(p for p in s.points if point_names(p, p == s.primary)[0] == interrupted.name)
@@ -171,12 +115,12 @@ def resumes(s: ObservedSettings, interrupted: Trajectory, k: int) -> list[Trajec
     out = []
     for name, block in runs:
         watch = Observe(s.output / OBSERVED / name, f"1-{max(1, s.steps - k)}", block=block, values=s.atol > 0)
-        out.append(_trajectory(s, name, s.resume_cmd, watch, checkpoint, (interrupted.name,)))
+        out.append(_trajectory(s, name, s.resume_template, watch, checkpoint, (interrupted.name,)))
     return out
 
 
 def _trajectory(
-    s: ObservedSettings,
+    s: Settings,
     name: str,
     template: str,
     watch: Observe,
@@ -188,7 +132,7 @@ def _trajectory(
     return Trajectory(name, argv, s.output / name, log, tuple(after), observe=watch)
 
 
-def accept(s: ObservedSettings, t: Trajectory) -> None:
+def accept(s: Settings, t: Trajectory) -> None:
     """What a finished process must have left: the observer's records of it, whole; an interrupted run stopped
     by the observer after update k, and its checkpoint where `--checkpoint` says."""
     assert t.observe is not None
@@ -214,7 +158,7 @@ def accept(s: ObservedSettings, t: Trajectory) -> None:
             raise TrajectoryError(f"no checkpoint at {found} after update {step}{_written(s, t.output)}")
 
 
-def epoch_points(s: ObservedSettings, continuous: dict[int | None, observation.Observation]) -> tuple[int, ...]:
+def epoch_points(s: Settings, continuous: dict[int | None, observation.Observation]) -> tuple[int, ...]:
     """`--interrupt-at epochs` read off the continuous run: every k after which it made a new DataLoader iterator
     (an epoch starts, or an evaluation loop), and the middle of every stretch between them."""
     boundaries = tuple(n - 1 for n in first_rank(continuous).iterators if 2 <= n <= s.steps)
@@ -236,9 +180,9 @@ def stopped_at(seen: observation.Observation) -> int:
     return max(seen.stopped or 0, seen.completed or 0)
 
 
-def _written(s: ObservedSettings, run: Path) -> str:
+def _written(s: Settings, run: Path) -> str:
     """What the interrupted run did write that the pattern matches at another step, as a hint."""
-    pattern = s.checkpoint.replace(RUN, str(run))
+    pattern = s.checkpoint_pattern.replace(RUN, str(run))
     if STEP not in pattern:
         return ""
     head, _, tail = pattern.partition(STEP)

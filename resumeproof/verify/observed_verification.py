@@ -15,6 +15,7 @@ from resumeproof.verify import environment, observed, observed_judge, observed_t
 from resumeproof.verify.findings import Check, Fault, Resume
 from resumeproof.verify.plan import OBSERVED, point_names
 from resumeproof.verify.result import CheckedCheckpoint, TrajectoryRecord, Verification
+from resumeproof.verify.settings import Settings
 from resumeproof.verify.trajectories import DONE, Trajectory, TrajectoryError, first_error
 from resumeproof.verify.verification import record
 
@@ -24,7 +25,7 @@ Observed = dict[int | None, observation.Observation]
 Entry = TypeVar("Entry", Resume, Fault)
 
 
-def verify(s: observed.ObservedSettings, out: Console) -> Verification:
+def verify(s: Settings, out: Console) -> Verification:
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
     (s.output / OBSERVED).mkdir()
@@ -48,7 +49,7 @@ def verify(s: observed.ObservedSettings, out: Console) -> Verification:
     return result
 
 
-def _run(s: observed.ObservedSettings, trajectories: list[Trajectory], out: Console) -> str | None:
+def _run(s: Settings, trajectories: list[Trajectory], out: Console) -> str | None:
     """Run what is queued, each interrupted run followed by its resumes; the first reason one failed, if any."""
 
     def resumes(done: Trajectory) -> list[Trajectory]:
@@ -60,7 +61,7 @@ def _run(s: observed.ObservedSettings, trajectories: list[Trajectory], out: Cons
     return first_error(trajectories)
 
 
-def _inferred(s: observed.ObservedSettings, continuous: Trajectory) -> tuple[observed.ObservedSettings, str | None]:
+def _inferred(s: Settings, continuous: Trajectory) -> tuple[Settings, str | None]:
     """The settings with the points `--interrupt-at epochs` reads off the continuous run, or why it cannot."""
     assert continuous.observe is not None
     try:
@@ -70,13 +71,13 @@ def _inferred(s: observed.ObservedSettings, continuous: Trajectory) -> tuple[obs
     return replace(s, points=found, infer_points=False), None
 
 
-def _repeats_itself(s: observed.ObservedSettings, trajectories: list[Trajectory]) -> bool:
+def _repeats_itself(s: Settings, trajectories: list[Trajectory]) -> bool:
     """Whether the continuous run and its repeat agree (within --atol): else the spread is to be measured."""
     read = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe and t.name in TWO}
     return observed_judge.determinism(read[CONTINUOUS], read[REPEAT], s.atol)[0].deterministic is not False
 
 
-def _judge(s: observed.ObservedSettings, result: Verification, records: Records) -> None:
+def _judge(s: Settings, result: Verification, records: Records) -> None:
     continuous = records[CONTINUOUS]
     result.determinism, check = observed_judge.determinism(continuous, records[REPEAT], s.atol)
     if all(name in records for name in REPEATS[1:]) and result.determinism.deterministic is False:
@@ -125,7 +126,7 @@ def _inputs_only(
     return replace(entry, diagnosis=why), replace(check, diagnosis=why)
 
 
-def _judge_within_spread(s: observed.ObservedSettings, result: Verification, records: Records, check: Check) -> None:
+def _judge_within_spread(s: Settings, result: Verification, records: Records, check: Check) -> None:
     """A script that differs from itself: each resume by its restore and its trajectory within the measured spread,
     the negative control and the faults at their restore (verify/observed_tiers.py)."""
     band = observed_tiers.measured({name: records[name] for name in (CONTINUOUS, *REPEATS)})
@@ -151,7 +152,7 @@ def _judge_within_spread(s: observed.ObservedSettings, result: Verification, rec
     result.checks = checks
 
 
-def _base(s: observed.ObservedSettings, trajectories: list[Trajectory], error: str | None) -> Verification:
+def _base(s: Settings, trajectories: list[Trajectory], error: str | None) -> Verification:
     return Verification(
         error=error,
         train_cmd=s.train_cmd,
@@ -166,7 +167,7 @@ def _base(s: observed.ObservedSettings, trajectories: list[Trajectory], error: s
     )
 
 
-def _record(s: observed.ObservedSettings, t: Trajectory) -> TrajectoryRecord:
+def _record(s: Settings, t: Trajectory) -> TrajectoryRecord:
     """A process as it ran; for an interrupted run that left its checkpoint, what `check` says of that checkpoint,
     which the resumes loaded as the script's own (the verdict never rests on it)."""
     ran = record(t)

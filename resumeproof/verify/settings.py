@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from resumeproof.common import observation
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import MODEL, PART_NAME
@@ -23,6 +24,13 @@ MIN_PACE = 0.001  # seconds per update: a run that sleeps less leaves no instant
 # A cadence of 0 ("never": a generation only when a signal asks for one) leaves a SIGKILL nothing newer to
 # resume from than the last SIGTERM or SIGUSR1, and the instants aimed "inside a write" only the final one.
 NEEDS_CADENCE = "chaos needs a cadence >= 1: it aims signals inside the generations' writes and resumes from them"
+# The placeholders of an unmodified script's commands (--observe, docs/observe.md), and why each is needed.
+RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"
+NEEDED = {
+    RUN: "each process needs a directory of its own",
+    STEPS: "every process must be told the same run length N (the observer stops the interrupted one)",
+    CHECKPOINT: "the resuming process must be told which checkpoint to resume from",
+}
 
 
 class SettingsError(ResumeproofError):
@@ -35,6 +43,8 @@ class SettingsError(ResumeproofError):
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
+    """One verification: of a trainer that speaks the protocol, or (`script`) of an unmodified script."""
+
     output: Path  # run directory of this verification; must not exist
     steps: int  # N: updates of the continuous run
     points: tuple[int, ...]  # interruption points k, the primary one first (empty until inferred)
@@ -53,6 +63,10 @@ class Settings:
     repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
     observe: bool = True  # the observer watches every trajectory (--no-observe: the summaries alone)
     require_deterministic: bool = False  # a trainer that differs from itself fails (else: the restore, the spread)
+    # --observe: an unmodified script, judged from the observer's records alone (verify/observed.py)
+    script: bool = False
+    checkpoint: str | None = None  # the interrupted run's checkpoint, `{run}` and `{step}` (--checkpoint)
+    stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
 
     def __post_init__(self) -> None:
         _at_least("--steps", self.steps, 2)
@@ -66,10 +80,13 @@ class Settings:
             _check_points(",".join(map(str, self.points)), self.points, self.steps)
         for chain in self.segments:
             _check_chain(",".join(map(str, chain)), chain, self.steps)
-        _check_parts(self.faults)
         parse_train_cmd(self.train_cmd)
         if self.resume_cmd is not None:
             parse_train_cmd(self.resume_cmd, "--resume-cmd")
+        if self.script:
+            _check_script(self)
+        else:
+            _check_parts(self.faults)
 
     @property
     def primary(self) -> int:
@@ -83,7 +100,39 @@ class Settings:
     @property
     def resume_command(self) -> list[str]:
         """The command of every process that resumes a checkpoint: --resume-cmd, else --train-cmd."""
-        return shlex.split(self.resume_cmd or self.train_cmd)
+        return shlex.split(self.resume_template)
+
+    @property
+    def resume_template(self) -> str:
+        return self.resume_cmd or self.train_cmd
+
+    @property
+    def checkpoint_pattern(self) -> str:
+        """--checkpoint, which a script's settings always have."""
+        assert self.checkpoint is not None, "only a script's settings name its checkpoint"
+        return self.checkpoint
+
+
+def _check_script(s: Settings) -> None:
+    """What an unmodified script's verification needs: its commands' placeholders, faults it can block."""
+    if s.checkpoint is None or s.resume_cmd is None:
+        raise SettingsError("--checkpoint" if s.checkpoint is None else "--resume-cmd", "is required with --observe")
+    needs = (
+        ("--train-cmd", s.train_cmd, (RUN, STEPS)),
+        ("--resume-cmd", s.resume_cmd, (RUN, STEPS, CHECKPOINT)),
+        ("--checkpoint", s.checkpoint, (RUN,)),
+    )
+    for flag, text, placeholders in needs:
+        missing = [p for p in placeholders if p not in text]
+        if missing:
+            raise SettingsError(flag, f"{text!r} lacks {', '.join(missing)}: {NEEDED[missing[0]]}")
+        parse_train_cmd(text, flag)
+    unknown = [p for p in s.faults if p not in observation.BLOCKABLE]
+    if unknown:
+        among = ", ".join(observation.BLOCKABLE)
+        raise SettingsError("--faults", f"{unknown[0]!r}: with --observe, all or among {among}")
+    if s.stop not in observation.STOPS:
+        raise SettingsError("--stop", f"{s.stop!r}: one of {', '.join(observation.STOPS)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,12 +203,16 @@ def primary_first(points: list[int] | tuple[int, ...]) -> tuple[int, ...]:
     return (primary, *(k for k in points if k != primary))
 
 
-def parse_faults(spec: str | None) -> tuple[str, ...]:
-    """'all' (the parts the trainer declares, known once it ran), a list of parts its --omit accepts, and/or 'flat'."""
+def parse_faults(spec: str | None, script: bool = False) -> tuple[str, ...]:
+    """'all' (the parts the trainer declares, known once it ran; a script's: every restore the observer can block),
+    a list of parts its --omit accepts, and/or 'flat'."""
     if not spec:
         return ()
-    parts = [item.strip() for item in spec.split(",")]
-    _check_parts(parts)
+    if script and spec == ALL:
+        return observation.BLOCKABLE
+    parts = [item.strip() for item in spec.split(",") if item.strip() or not script]
+    if not script:
+        _check_parts(parts)
     return tuple(dict.fromkeys(parts))
 
 

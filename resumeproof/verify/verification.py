@@ -28,6 +28,11 @@ COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failu
 
 
 def verify(s: Settings, out: Console) -> Verification:
+    """One verification, written to OUTPUT/verification.json: of a protocol trainer, or of a script (--observe)."""
+    if s.script:
+        from resumeproof.verify import observed_verification
+
+        return observed_verification.verify(s, out)
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
     (s.output / plan.OBSERVED).mkdir()

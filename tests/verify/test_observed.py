@@ -8,6 +8,7 @@ import pytest
 
 from resumeproof.common import observation as o
 from resumeproof.verify import observed
+from resumeproof.verify.settings import Settings, SettingsError
 from resumeproof.verify.trajectories import Observe, Trajectory, TrajectoryError
 
 
@@ -19,15 +20,24 @@ def test_placeholders_are_filled_token_by_token_so_a_path_with_spaces_stays_one_
 @pytest.mark.parametrize(
     ("train", "resume", "pattern", "says"),
     [
-        ("t --n {steps}", "t {run} {steps} {checkpoint}", "{run}/c", "--train-cmd 't --n {steps}' lacks {run}"),
-        ("t {run} {steps}", "t {run} {steps}", "{run}/c", "--resume-cmd 't {run} {steps}' lacks {checkpoint}"),
-        ("t {run} {steps}", "t {run} {steps} {checkpoint}", "/c/{step}", "--checkpoint '/c/{step}' lacks {run}"),
+        ("t --n {steps}", "t {run} {steps} {checkpoint}", "{run}/c", "--train-cmd: 't --n {steps}' lacks {run}"),
+        ("t {run} {steps}", "t {run} {steps}", "{run}/c", "--resume-cmd: 't {run} {steps}' lacks {checkpoint}"),
+        ("t {run} {steps}", "t {run} {steps} {checkpoint}", "/c/{step}", "--checkpoint: '/c/{step}' lacks {run}"),
         ("t {run} {steps} 'x", "t {run} {steps} {checkpoint}", "{run}/c", "No closing quotation"),
+        ("t {run} {steps}", "t {run} {steps} {checkpoint}", "{run}/c", "--faults: 'ema': with --observe, all or among"),
     ],
 )
-def test_templates_that_cannot_work_are_refused_naming_what_the_user_typed(train, resume, pattern, says):
-    with pytest.raises(observed.ObservedError, match=says.replace("{", r"\{").replace("}", r"\}")):
-        observed.check_templates(train, resume, pattern)
+def test_templates_that_cannot_work_are_refused_naming_what_the_user_typed(tmp_path, train, resume, pattern, says):
+    faults = ("ema",) if "--faults" in says else ()
+    with pytest.raises(SettingsError, match=says.replace("{", r"\{").replace("}", r"\}")):
+        _settings(tmp_path, (5,), train, resume, pattern, faults)
+
+
+def _settings(output: Path, points: tuple[int, ...], train: str, resume: str, pattern: str, faults=()) -> Settings:
+    return Settings(
+        output=output, steps=10, points=points, atol=0.0, train_cmd=train, jobs=1, timeout=60.0, faults=faults,
+        infer_points=not points, resume_cmd=resume, script=True, checkpoint=pattern,
+    )  # fmt: skip
 
 
 def test_a_run_without_records_or_without_its_checkpoint_is_refused_with_what_it_did_write(tmp_path):
@@ -36,7 +46,7 @@ def test_a_run_without_records_or_without_its_checkpoint_is_refused_with_what_it
     for step in (4, 8):
         (run / f"ckpt_{step}.pt").write_bytes(b"")
     pattern = "{run}/ckpt_{step}.pt"
-    s = observed.ObservedSettings(tmp_path, 10, (5,), "t {run} {steps}", "t {run} {steps} {checkpoint}", pattern)
+    s = _settings(tmp_path, (5,), "t {run} {steps}", "t {run} {steps} {checkpoint}", pattern)
     record = tmp_path / "records"
     t = Trajectory("interrupted", [], run, tmp_path / "log", observe=Observe(record, "5-6", stop=(o.EXIT, 5)))
     with pytest.raises(TrajectoryError, match="the observer recorded nothing"):
@@ -48,7 +58,7 @@ def test_a_run_without_records_or_without_its_checkpoint_is_refused_with_what_it
 
 
 def test_epochs_are_read_off_the_iterators_of_the_first_rank_and_none_is_refused_saying_why(tmp_path):
-    s = observed.ObservedSettings(tmp_path, 10, (), "t {run} {steps}", "t {run} {steps} {checkpoint}", "{run}/c")
+    s = _settings(tmp_path, (), "t {run} {steps}", "t {run} {steps} {checkpoint}", "{run}/c")
     seen = {
         1: o.Observation(rank=1, updates={}, iterators=(1, 6)),
         0: o.Observation(rank=0, updates={}, iterators=(1, 5, 9, 11)),

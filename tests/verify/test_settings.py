@@ -88,6 +88,32 @@ def test_the_command_and_the_verification_settings_refuse_the_same_values(tmp_pa
     assert refused.value.flag == flag
 
 
+SCRIPT = ("--observe", "--train-cmd", "t {run} {steps}", "--resume-cmd", "t {run} {steps} {checkpoint}")
+SCRIPT_FIELDS = {"script": True, "train_cmd": SCRIPT[2], "resume_cmd": SCRIPT[4], "checkpoint": "{run}/c"}
+
+
+@pytest.mark.parametrize(
+    ("flag", "given", "field", "value"),
+    [
+        ("--checkpoint", None, "checkpoint", None),
+        ("--checkpoint", "/c/{step}", "checkpoint", "/c/{step}"),
+        ("--resume-cmd", "t {run} {steps}", "resume_cmd", "t {run} {steps}"),
+        ("--faults", "ema", "faults", ("ema",)),
+        ("--train-cmd", "t {steps}", "train_cmd", "t {steps}"),
+    ],
+)
+def test_a_scripts_command_and_its_settings_refuse_the_same_values(tmp_path, flag, given, field, value):
+    """--observe's rules live in the one Settings type: the command line and a value built in code say the same."""
+    typed = dict(zip(SCRIPT[1::2], SCRIPT[2::2], strict=True)) | {"--checkpoint": "{run}/c"}
+    typed = typed | {flag: given} if given is not None else {k: v for k, v in typed.items() if k != flag}
+    said = refused_by_the_command(tmp_path, "verify", "--observe", *(x for pair in typed.items() for x in pair))
+    assert flag in said
+    with pytest.raises(SettingsError) as refused:
+        Settings(**{**VERIFY, **SCRIPT_FIELDS, field: value})
+    assert refused.value.flag == flag
+    assert Settings(**{**VERIFY, **SCRIPT_FIELDS}).checkpoint_pattern == "{run}/c"
+
+
 def test_settings_inferring_their_points_may_hold_none_until_the_continuous_run_gives_them():
     assert Settings(**{**VERIFY, "points": (), "infer_points": True}).points == ()
     with pytest.raises(SettingsError, match="--interrupt-at"):
