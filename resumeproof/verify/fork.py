@@ -22,8 +22,9 @@ from resumeproof.verify.fork_original import Original
 from resumeproof.verify.fork_plan import LOGS, ForkSettings
 from resumeproof.verify.fork_result import BranchResult, Fork, Point
 from resumeproof.verify.plan import OBSERVED
+from resumeproof.verify.result import ran
 from resumeproof.verify.trajectories import Trajectory, first_error
-from resumeproof.verify.verification import declared_parts, record
+from resumeproof.verify.verification import declared_parts
 
 FORK_JSON, FORK_PNG = "fork.json", "fork.png"
 
@@ -152,7 +153,7 @@ def _result(
     error: str | None,
 ) -> Fork:
     found: dict[str, Any] = {f.name: getattr(judged, f.name) for f in fields(Judged)} if judged is not None else {}
-    processes = {t.name: record(t) for t in trajectories}
+    processes = {t.name: ran(t) for t in trajectories}
     return Fork(
         error=error,
         checkpoint=s.checkpoint,

@@ -14,10 +14,9 @@ from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, REPEAT
 from resumeproof.verify import environment, observed, observed_judge, observed_tiers, terminal, vet
 from resumeproof.verify.findings import Check, Fault, Resume
 from resumeproof.verify.plan import OBSERVED, point_names
-from resumeproof.verify.result import CheckedCheckpoint, TrajectoryRecord, Verification
+from resumeproof.verify.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
 from resumeproof.verify.settings import Settings
 from resumeproof.verify.trajectories import DONE, Trajectory, TrajectoryError, first_error
-from resumeproof.verify.verification import record
 
 Records = dict[str, dict[int | None, observation.Observation]]
 TWO = (CONTINUOUS, REPEAT)  # the runs every verification repeats itself with
@@ -170,12 +169,12 @@ def _base(s: Settings, trajectories: list[Trajectory], error: str | None) -> Ver
 def _record(s: Settings, t: Trajectory) -> TrajectoryRecord:
     """A process as it ran; for an interrupted run that left its checkpoint, what `check` says of that checkpoint,
     which the resumes loaded as the script's own (the verdict never rests on it)."""
-    ran = record(t)
+    as_run = ran(t)
     if t.observe is None or t.observe.stop is None or t.status != DONE:
-        return ran
+        return as_run
     found = vet.vet(observed.checkpoint_of(s, t.output, _stopped(observation.read_all(t.observe.record))))
     check = CheckedCheckpoint(str(found.path), str(found.verdict), found.line())
-    return replace(ran, checkpoint_files=tuple(f.entry() for f in found.files), check=check)
+    return replace(as_run, checkpoint_files=tuple(f.entry() for f in found.files), check=check)
 
 
 def _stopped(seen: dict[int | None, observation.Observation]) -> int:

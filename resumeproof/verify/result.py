@@ -12,6 +12,7 @@ from typing import Any
 from resumeproof.common import fingerprint, protocol
 from resumeproof.common.protocol import RESUMED, CheckKind
 from resumeproof.verify.findings import DIVERGENT, Check, Coverage, Determinism, Fault, Resume
+from resumeproof.verify.trajectories import Trajectory
 
 
 @dataclass(frozen=True)
@@ -205,3 +206,18 @@ class Verification:
 def write_json(path: Path, document: dict[str, Any]) -> None:
     """A result document as JSON that keeps every float64 bit, written atomically."""
     fingerprint.write_atomic(path, protocol.dumps(document).encode())
+
+
+def ran(t: Trajectory) -> TrajectoryRecord:
+    """One process as it ran, with the checkpoint it was accepted with."""
+    checkpoint = t.accepted.checkpoint if t.accepted is not None else None
+    return TrajectoryRecord(
+        argv=tuple(t.argv),
+        status=t.status,
+        exit_code=t.exit_code,
+        wall_seconds=t.seconds,
+        checkpoint_sha256=checkpoint.sha256 if checkpoint else None,
+        checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (),
+        log=str(t.log),
+        error=t.error,
+    )

@@ -16,7 +16,7 @@ from resumeproof.verify import environment, plan, points, terminal
 from resumeproof.verify.accepted import Accepted
 from resumeproof.verify.expectation import Expect
 from resumeproof.verify.findings import DIVERGENT
-from resumeproof.verify.result import TrajectoryRecord, Verification
+from resumeproof.verify.result import Verification, ran
 from resumeproof.verify.settings import ALL, FLAT, Settings, primary_first
 from resumeproof.verify.trajectories import Trajectory, TrajectoryError, first_error
 
@@ -196,7 +196,7 @@ def _result(
         atol=s.atol,
         allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
         environment=environment.of(summaries),
-        trajectories={t.name: record(t) for t in trajectories},
+        trajectories={t.name: ran(t) for t in trajectories},
         parts=declared_parts(summaries[CONTINUOUS]) or () if CONTINUOUS in summaries else (),
     )
     if evaluated is None:
@@ -212,21 +212,6 @@ def _result(
         nonfinite=evaluated.nonfinite,
         coverage=evaluated.coverage,
         next_lr=evaluated.next_lr,
-    )
-
-
-def record(t: Trajectory) -> TrajectoryRecord:
-    """One process as it ran, with the checkpoint it was accepted with."""
-    checkpoint = t.accepted.checkpoint if t.accepted is not None else None
-    return TrajectoryRecord(
-        argv=tuple(t.argv),
-        status=t.status,
-        exit_code=t.exit_code,
-        wall_seconds=t.seconds,
-        checkpoint_sha256=checkpoint.sha256 if checkpoint else None,
-        checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (),
-        log=str(t.log),
-        error=t.error,
     )
 
 
