@@ -18,6 +18,7 @@ REVISION = "1.3"  # the revision of docs/protocol.md this code implements; summa
 CHECKPOINT, SUMMARY = "checkpoint.pt", "summary.json"
 COMPARED_KEYS = ("step", "history", "state", "next", "eval")  # everything except `meta`
 RECORD_KEYS = {"step": int, "rows": list, "lr": float, "loss": float}
+ROWS, LOSS = "rows", "loss"  # a history record's keys (its step and lr are STEP and LR)
 STEP, HISTORY, STATE, NEXT, EVAL, META = "step", "history", "state", "next", "eval", "meta"
 PROTOCOL_KEY = "protocol"  # the summary's protocol name
 LR, RNG = "lr", "rng"  # next.lr: the lr the next update would use; next.rng: each generator's next draw

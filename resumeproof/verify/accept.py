@@ -7,7 +7,6 @@ plan expects. Anything else fails the trajectory: exit 2, never a comparison res
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from resumeproof.common import protocol, runfiles
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
@@ -15,7 +14,7 @@ from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify import admission
 from resumeproof.verify.accepted import Accepted, CheckpointInfo
 from resumeproof.verify.settings import FLAT
-from resumeproof.verify.summary import read_summary
+from resumeproof.verify.summary import Summary, read_summary
 from resumeproof.verify.trajectories import Trajectory, TrajectoryError
 
 TORCH_FREE = "torch-free weights_only check"
@@ -43,17 +42,16 @@ def accept(t: Trajectory, allow: Allowances = NONE_ALLOWED) -> Accepted:
     except protocol.ProtocolError as err:
         raise TrajectoryError(str(err)) from None
     if t.expectation is not None and t.expectation.generations:
-        _check_generations(t.output, summary["step"])
+        _check_generations(t.output, summary.step)
     if t.expectation is not None and t.expectation.part not in (None, FLAT):
         _check_echo(t.output / protocol.SUMMARY, summary, t.expectation.part)
     return Accepted(summary, info)
 
 
-def _check_echo(path: Path, summary: dict[str, Any], part: str) -> None:
+def _check_echo(path: Path, summary: Summary, part: str) -> None:
     """A fault run must show that it ran the fault: a trainer that ignores --omit=PART would otherwise
     make a full resume pass for "a resume without PART", and the fault matrix would lie."""
-    meta = summary.get(protocol.META)
-    echoed = meta.get(protocol.META_OMITTED) if isinstance(meta, dict) else None
+    echoed = summary.meta.get(protocol.META_OMITTED)
     if echoed != [part]:
         raise TrajectoryError(
             f"{path}: ran with {protocol.omit_token(part)} but meta.omitted is {echoed!r}, not [{part!r}]; "

@@ -5,11 +5,12 @@
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from resumeproof.common import fingerprint, manifest
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.verify.findings import Check
+from resumeproof.verify.summary import Summary
 
 if TYPE_CHECKING:  # the classifier loads the checkers: only verify/accept.py needs them at run time
     from resumeproof.common.checkpoint_files import FileInfo
@@ -51,5 +52,5 @@ class CheckpointInfo:
 
 @dataclass(frozen=True)
 class Accepted:
-    summary: dict[str, Any]
+    summary: Summary
     checkpoint: CheckpointInfo

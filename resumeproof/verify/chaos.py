@@ -225,7 +225,7 @@ def _valid_newest(run_dir: Path) -> Path | None:
 
 def _final(run_dir: Path, steps: int) -> bool:
     try:
-        return read_summary(run_dir / protocol.SUMMARY)["step"] == steps
+        return read_summary(run_dir / protocol.SUMMARY).step == steps
     except protocol.ProtocolError:
         return False
 
@@ -235,7 +235,7 @@ def _report(s: ChaosSettings, outcome: Outcome, run_dir: Path, reference: Path) 
     concordance = summaries(cont, final, 1e-12)
     entries, broken = losslog.read(run_dir / losslog.NAME)
     records = losslog.authoritative(run_dir / losslog.NAME)
-    expected = {r["step"]: {k: r[k] for k in RECORD_KEYS} for r in cont["history"]}
+    expected = {r["step"]: {k: r[k] for k in RECORD_KEYS} for r in cont.history}
     log_ok = {step: {k: r[k] for k in RECORD_KEYS} for step, r in records.items()} == expected
     checks = (
         _check("final summary concordant with continuous", concordance.concordant, concordance.first_path),

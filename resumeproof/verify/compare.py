@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resumeproof.common.protocol import COMPARED_KEYS, STATE
+from resumeproof.verify.summary import Summary
 
 MAX_REPORTED = 20  # mismatches kept for the report; the count covers them all
 
@@ -134,9 +135,9 @@ def compare_keys(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, ...], at
     return {key: compare(a[key], b[key], atol, key, equal_infinities=key == STATE) for key in keys}
 
 
-def summaries(a: dict[str, Any], b: dict[str, Any], atol: float) -> "Comparison":
+def summaries(a: Summary, b: Summary, atol: float) -> "Comparison":
     """Two summaries' compared surfaces (docs/protocol.md section 4) as one result."""
-    return merge(compare_keys(a, b, COMPARED_KEYS, atol).values())
+    return merge(compare_keys(a.surfaces, b.surfaces, COMPARED_KEYS, atol).values())
 
 
 def merge(parts: Iterable[Comparison]) -> Comparison:

@@ -19,6 +19,7 @@ from resumeproof.common import protocol
 from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, PROGRESS, SCHEDULER
 from resumeproof.verify.compare import compare, join
 from resumeproof.verify.findings import Diagnosis
+from resumeproof.verify.summary import Summary
 
 # The names a trainer may give a part, beyond the part's own (docs/checks.md): a field or key named
 # like one of them points to that part, if the trainer declares it.
@@ -150,7 +151,7 @@ RULES: list[Rule] = [
 ]
 
 
-def diagnose(reference: dict[str, Any], other: dict[str, Any], c: Context) -> Diagnosis | None:
+def diagnose(reference: Summary, other: Summary, c: Context) -> Diagnosis | None:
     """Why `other` differs from `reference`; None when it does not."""
     f = facts(reference, other, c)
     if f is None:
@@ -210,27 +211,29 @@ def exonerated(part: str, f: Facts, c: Context) -> bool:
     return any(part_for(key, c.parts) == part for key in f.equal_state)
 
 
-def identical(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def identical(a: Summary, b: Summary) -> bool:
     """Bit-identical compared surfaces: the two runs computed exactly the same thing."""
-    return all(compare(a[key], b[key], 0.0, key, equal_infinities=True).concordant for key in protocol.COMPARED_KEYS)
+    return all(
+        compare(a.surface(k), b.surface(k), 0.0, k, equal_infinities=True).concordant for k in protocol.COMPARED_KEYS
+    )
 
 
-def facts(reference: dict[str, Any], other: dict[str, Any], c: Context) -> Facts | None:
-    keys = [key for key in protocol.COMPARED_KEYS if key in reference and key in other]
-    differing = {key for key in keys if not _same(reference[key], other[key], c.atol, key)}
+def facts(reference: Summary, other: Summary, c: Context) -> Facts | None:
+    keys = protocol.COMPARED_KEYS
+    differing = {key for key in keys if not _same(reference.surface(key), other.surface(key), c.atol, key)}
     if not differing:
         return None
-    step, fields, evidence = first_record(reference["history"], other["history"], c.atol)
-    if step is None and "history" in differing:
-        fields, evidence = {"history"}, [f"history length {len(reference['history'])} vs {len(other['history'])}"]
-    state_a, state_b = reference.get(protocol.STATE), other.get(protocol.STATE)
+    step, fields, evidence = first_record(reference.history, other.history, c.atol)
+    if step is None and protocol.HISTORY in differing:
+        fields, evidence = {protocol.HISTORY}, [f"history length {len(reference.history)} vs {len(other.history)}"]
+    state_a, state_b = reference.state, other.state
     top_a, top_b = (s if isinstance(s, dict) else {} for s in (state_a, state_b))
     shared = [key for key in top_a if key in top_b]
     same = {key for key in shared if _same(top_a[key], top_b[key], c.atol, f"state.{key}")}
     draws_a, draws_b = draws(reference, c.parts), draws(other, c.parts)
     moved = {p for p in draws_a if p in draws_b and not _same(draws_a[p], draws_b[p], c.atol, p)}
     if not evidence:
-        evidence = [f"{m.path}: {m.reason}" for m in compare(reference, other, c.atol).mismatches[:3]]
+        evidence = [f"{m.path}: {m.reason}" for m in compare(reference.surfaces, other.surfaces, c.atol).mismatches[:3]]
     return Facts(
         step=step,
         fields=frozenset(fields),
@@ -271,7 +274,7 @@ def restarted(a: Any, b: Any, k: int, path: str, counted: bool = True) -> list[s
     return [path] if (is_int or is_step) and k and abs(a - b) == k else []
 
 
-def draws(summary: dict[str, Any], parts: tuple[str, ...]) -> dict[str, Any]:
+def draws(summary: Summary, parts: tuple[str, ...]) -> dict[str, Any]:
     """The next draws the summary reports, by rng part: any leaf under `next` whose key or a key above
     it names a generator (`next.rng.numpy`, `next.draws.numpy`, `next.numpy`)."""
     generators = {protocol.generator_of(p): p for p in parts if protocol.generator_of(p)}
@@ -286,6 +289,5 @@ def draws(summary: dict[str, Any], parts: tuple[str, ...]) -> dict[str, Any]:
         if named:
             found.setdefault(named[0], []).append(value)
 
-    nxt = summary.get(protocol.NEXT)
-    walk({k: v for k, v in nxt.items() if k != "lr"} if isinstance(nxt, dict) else {}, [])
+    walk({k: v for k, v in summary.next.items() if k != protocol.LR}, [])
     return found

@@ -6,14 +6,15 @@ from typing import Any
 
 from resumeproof.common import protocol
 from resumeproof.common.protocol import CONTINUOUS
+from resumeproof.verify.summary import Summary
 
-Summaries = dict[str, dict[str, Any]]
+Summaries = dict[str, Summary]
 
 
 def of(summaries: Summaries) -> dict[str, Any]:
     """The environment of a verification whose accepted summaries are `summaries` (none, if nothing ran)."""
-    meta = summaries.get(CONTINUOUS, {}).get(protocol.META)
-    found = _environment(meta if isinstance(meta, dict) else {})  # meta: any JSON
+    continuous = summaries.get(CONTINUOUS)
+    found = _environment(continuous.meta if continuous is not None else {})
     gpus = gpus_differ(summaries)
     if gpus:
         found["gpus"] = gpus
@@ -40,8 +41,7 @@ def gpus_differ(summaries: Summaries) -> dict[str, Any] | None:
     libraries is another claim than a resume on one machine, and the report says so."""
     gpus = {}
     for name, summary in summaries.items():
-        meta = summary.get(protocol.META)
-        gpus[name] = meta.get("gpu") if isinstance(meta, dict) else None
+        gpus[name] = summary.meta.get("gpu")
     return gpus if len({protocol.dumps(gpu) for gpu in gpus.values()}) > 1 else None
 
 

@@ -27,6 +27,7 @@ from resumeproof.verify.expectation import Expect, Expectation
 from resumeproof.verify.findings import Check, Coverage, Determinism, Diagnosis, Fault, Resume
 from resumeproof.verify.held import NO_RANDOM_STATE, Against, Held, Summaries, compared, resume_entry
 from resumeproof.verify.settings import FLAT
+from resumeproof.verify.summary import Summary
 from resumeproof.verify.trajectories import Trajectory
 
 
@@ -55,7 +56,7 @@ def evaluate(
     (--require-deterministic): then it is not deterministic, and nothing else is said."""
     cont = summaries[CONTINUOUS]
     tried = [k for t in trajectories if (k := _point(t)) is not None]
-    cover = points.untried(cont["history"], tried, len(cont["history"]))
+    cover = points.untried(cont.history, tried, len(cont.history))
     judged = [t for t in trajectories if t.expectation is not None and t.expectation.makes_check]
     prefix = next(((t.name, summaries[t.name]) for t in judged if _prefix_fails(t, cont, summaries, atol)), None)
     found = found or Evidence()
@@ -79,7 +80,7 @@ def evaluate(
         determinism=det,
         coverage=cover,
         nonfinite=tuple(sorted({path for h in held.values() for path in h.nonfinite} - {u.path for u in unusable})),
-        next_lr=cont["next"]["lr"],
+        next_lr=cont.next_lr,
     )
 
 
@@ -98,7 +99,7 @@ def _hold(t: Trajectory, against: Against) -> Held:
 
 def _prefix(t: Trajectory, e: Expectation, a: Against) -> Held:
     """An interrupted run or a chain's segment: its history is the continuous run's first records."""
-    result = compare(a.summaries[t.name]["history"], a.continuous["history"][: e.steps], a.atol, "history")
+    result = compare(a.summaries[t.name].history, a.continuous.history[: e.steps], a.atol, protocol.HISTORY)
     return Held(check=_check(e, result.concordant, result, None if result.concordant else _why(a.determinism, None)))
 
 
@@ -151,7 +152,7 @@ def _fault(t: Trajectory, e: Expectation, a: Against) -> Held:
     return Held(check=_check(e, passed, result, why), fault=(e.part or "", fault), nonfinite=tuple(result.nonfinite))
 
 
-def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: dict[str, Any]) -> Diagnosis | None:
+def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: Summary) -> Diagnosis | None:
     """Why a run differs from the continuous one: the first resumed update as the observer saw it (direct evidence,
     verify/first_update.py), else the rules on the summaries (verify/diagnosis.py); then for the primary resume the
     probes that reproduce it exactly; a trainer that differs from itself has every difference explained by that."""
@@ -166,13 +167,10 @@ def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: dict[str, Any])
     return _why(a.determinism, why)
 
 
-def _rows_same(continuous: dict[str, Any], other: dict[str, Any], k: int) -> bool | None:
+def _rows_same(continuous: Summary, other: Summary, k: int) -> bool | None:
     """Whether update k+1 consumed the same rows in both runs, as their histories say; None where they cannot."""
-    a, b = (summary.get(protocol.HISTORY) for summary in (continuous, other))
-    if not (isinstance(a, list) and isinstance(b, list) and len(a) > k and len(b) > k):
-        return None
-    rows = [record.get("rows") if isinstance(record, dict) else None for record in (a[k], b[k])]
-    return None if None in rows else rows[0] == rows[1]
+    a, b = continuous.rows(k + 1), other.rows(k + 1)
+    return None if a is None or b is None else a == b
 
 
 def _reference(seen: Mapping[str, first_update.Observed], k: int) -> first_update.Observed:
@@ -190,11 +188,11 @@ def _why(det: Determinism, why: Diagnosis | None) -> Diagnosis | None:
     return evidence.not_deterministic(det) if det.deterministic is False and not det.within_spread else why
 
 
-def _prefix_fails(t: Trajectory, cont: dict, summaries: Summaries, atol: float) -> bool:
+def _prefix_fails(t: Trajectory, cont: Summary, summaries: Summaries, atol: float) -> bool:
     e = t.expectation
     if e is None or e.kind is not Expect.PREFIX:
         return False
-    return not compare(summaries[t.name]["history"], cont["history"][: e.steps], atol, "history").concordant
+    return not compare(summaries[t.name].history, cont.history[: e.steps], atol, protocol.HISTORY).concordant
 
 
 def _point(t: Trajectory) -> int | None:

@@ -15,7 +15,6 @@ so a pass costs nothing extra; what already ran (a repeat --repeat asked for, th
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from resumeproof.common import protocol
 from resumeproof.common.observation import Observation
@@ -23,8 +22,7 @@ from resumeproof.verify import diagnosis
 from resumeproof.verify.compare import summaries
 from resumeproof.verify.diagnosis import Context
 from resumeproof.verify.findings import Determinism, Diagnosis
-
-Summary = dict[str, Any]
+from resumeproof.verify.summary import Summary
 
 
 @dataclass(frozen=True)
@@ -43,14 +41,14 @@ def determinism(
     if repeat is not None:
         result = summaries(continuous, repeat, atol)
         if not result.concordant:
-            step, _, _ = diagnosis.first_record(continuous["history"], repeat["history"], atol)
+            step, _, _ = diagnosis.first_record(continuous.history, repeat.history, atol)
             detail = "the continuous run and a repeat of it, the same command, differ"
             return Determinism(
                 repeated=True, deterministic=False, first_step=step, first_mismatch=result.first_path, detail=detail
             )
     if prefix is not None:
         name, other = prefix
-        step, _, evidence = diagnosis.first_record(continuous["history"], other["history"], atol)
+        step, _, evidence = diagnosis.first_record(continuous.history, other.history, atol)
         detail = f"{name} differs from the continuous run before the resume point"
         if repeat is not None:  # the repeat is exact: the first k updates depend on how many were asked for
             detail += (

@@ -17,6 +17,7 @@ from resumeproof.common.protocol import COMPARED_KEYS, CONTINUOUS, MODEL, OPTIMI
 from resumeproof.verify.compare import join
 from resumeproof.verify.diagnosis import part_for
 from resumeproof.verify.findings import Check
+from resumeproof.verify.summary import Summary
 
 NAME = "continuous: the model's and the optimizer's state, the history, next and eval are finite"
 SHOWN = 3  # places named in the check's detail; the count covers them all
@@ -34,11 +35,11 @@ class Unusable:
         return f"in {self.where} at {self.path} ({self.value!r})"
 
 
-def unusable(summary: dict[str, Any], parts: tuple[str, ...]) -> list[Unusable]:
+def unusable(summary: Summary, parts: tuple[str, ...]) -> list[Unusable]:
     """Every number of the summary that is not finite where an output is read, in the order the keys are compared."""
     found = []
     for key in COMPARED_KEYS:
-        value = summary.get(key)
+        value = summary.surface(key)
         if key != STATE:
             found += [Unusable(f"the {key}" if key == "history" else key, p, v) for p, v in _nonfinite(value, key)]
         elif isinstance(value, dict):

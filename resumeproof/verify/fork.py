@@ -24,7 +24,6 @@ from resumeproof.verify.fork_result import BranchResult, Fork, Point
 from resumeproof.verify.plan import OBSERVED
 from resumeproof.verify.result import ran
 from resumeproof.verify.trajectories import Trajectory, first_error
-from resumeproof.verify.verification import declared_parts
 
 FORK_JSON, FORK_PNG = "fork.json", "fork.png"
 
@@ -112,7 +111,7 @@ def _judge(s: ForkSettings, original: Original, trajectories: list[Trajectory]) 
     seen = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe is not None}
     control = summaries[CONTROL]
     k = max(0, fork_judge.fork_step(original, control, s.steps))
-    parts = declared_parts(control) or protocol.STANDARD_PARTS
+    parts = control.declared_parts or protocol.STANDARD_PARTS
     names = [CONTROL, *(b.name for b in s.branches)]
     checks = [fork_judge.continues(n, summaries[n], control, original, k, s.steps) for n in names]
     held = fork_judge.continuation(control, original, k, s.steps)

@@ -8,7 +8,6 @@ global update, and the generator states it restored as the state the update befo
 """
 
 from dataclasses import replace
-from typing import Any
 
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import CONTROL, CONTROL_REPEAT, CheckId, CheckKind
@@ -17,6 +16,7 @@ from resumeproof.verify.findings import Check
 from resumeproof.verify.first_update import Observed
 from resumeproof.verify.fork_original import Original
 from resumeproof.verify.fork_result import BranchResult, Point
+from resumeproof.verify.summary import Summary
 
 EXACT = 0.0  # bit for bit: a fork is fair only when proven
 # What the first update starts from, restored or drawn before its forward pass; the rest it computes from them, where an
@@ -24,13 +24,12 @@ EXACT = 0.0  # bit for bit: a fork is fair only when proven
 INPUT_LABELS = ("generators", "batch", "model", "GradScaler", "optimizer state")
 INPUTS = [item for item in first_update.CHECKS if item[0] in INPUT_LABELS]
 THE_CONTROL = "the control"
-Summary = dict[str, Any]
 Ran = tuple[Summary, Observed]  # what a branch's process wrote, and what the observer saw of it
 
 
 def fork_step(original: Original, control: Summary, steps: int) -> int:
     """The step every branch starts from: as the original run's files name it, else as the control reports it."""
-    return original.step if original.step is not None else control["step"] - steps
+    return original.step if original.step is not None else control.step - steps
 
 
 def continues(name: str, summary: Summary, control: Summary, original: Original, k: int, steps: int) -> Check:
@@ -41,15 +40,15 @@ def continues(name: str, summary: Summary, control: Summary, original: Original,
         title = f"{name}: its history continues the original run's from step {k}, never reset"
         return Check(id=CheckId(kind=CheckKind.CONTINUES, trajectory=name), name=title, passed=passed, detail=detail)
 
-    if summary["step"] != k + steps:
+    if summary.step != k + steps:
         return check(
-            f"{name} reports step {summary['step']}, not {k} + {steps}: its history does not continue from step {k}"
+            f"{name} reports step {summary.step}, not {k} + {steps}: its history does not continue from step {k}"
         )
-    head = summary["history"][:k]
+    head = summary.history[:k]
     held = [(step, record) for step, record in sorted(original.records.items()) if step <= k]
     for against, found in (
         ("the original run's", [compare.compare(r, head[step - 1], EXACT, f"history[{step - 1}]") for step, r in held]),
-        ("the control's", [compare.compare(control["history"][:k], head, EXACT, "history")]),
+        ("the control's", [compare.compare(control.history[:k], head, EXACT, "history")]),
     ):
         differs = _first(found)
         if differs:
@@ -63,13 +62,13 @@ def continuation(control: Summary, original: Original, k: int, steps: int) -> Ch
     after = original.after(k, steps)
     if not after:
         return None
-    whole = original.summary is not None and original.summary["step"] == control["step"]
-    if whole:
-        found = [compare.summaries(original.summary or {}, control, EXACT)]
+    whole = original.summary is not None and original.summary.step == control.step
+    if original.summary is not None and whole:
+        found = [compare.summaries(original.summary, control, EXACT)]
     else:  # by step: a control with fewer records (one that started its history over) holds null there
-        mine = {r["step"]: r for r in control["history"]}
+        mine = {r["step"]: r for r in control.history}
         found = [compare.compare(r, mine.get(r["step"]), EXACT, f"history[{r['step'] - 1}]") for r in after]
-    also = f" and its summary at step {control['step']}" if whole else ""
+    also = f" and its summary at step {control.step}" if whole else ""
     name = f"{CONTROL}: reproduces the original run's {len(after)} updates after step {k}{also}, bit for bit"
     differs = _first(found)
     detail = f"the control does not reproduce the original run's continuation: {differs}" if differs else None
@@ -134,7 +133,7 @@ def _first_difference(control: Observed, seen: Observed, k: int, parts: tuple, r
 def parting(control: Summary, summary: Summary, k: int) -> tuple[int | None, str | None]:
     """The first update after the fork point whose history record differs from the control's, and how; with the same
     history, None and the summaries' first difference (None: identical)."""
-    ours, theirs = control["history"], summary["history"]
+    ours, theirs = control.history, summary.history
     for i in range(k, min(len(ours), len(theirs))):
         found = compare.compare(ours[i], theirs[i], EXACT, f"history[{i}]")
         if not found.concordant:  # every difference of that record: a pivot's mark, and the lr it applied
@@ -144,13 +143,13 @@ def parting(control: Summary, summary: Summary, k: int) -> tuple[int | None, str
 
 def curve(summary: Summary, start: int, end: int | None = None) -> tuple[Point, ...]:
     """The loss curve of history records start+1 .. end (to the last)."""
-    return tuple(Point(step=r["step"], loss=r["loss"], lr=r["lr"]) for r in summary["history"][start:end])
+    return tuple(Point(step=r["step"], loss=r["loss"], lr=r["lr"]) for r in summary.history[start:end])
 
 
 def rows_same(control: Summary, summary: Summary, k: int) -> bool | None:
     """Whether the branch's first update took the control's rows (None: a history too short to say)."""
-    a, b = control["history"], summary["history"]
-    return a[k]["rows"] == b[k]["rows"] if len(a) > k and len(b) > k else None
+    a, b = control.rows(k + 1), summary.rows(k + 1)
+    return None if a is None or b is None else a == b
 
 
 def shifted(seen: Observed, k: int) -> Observed:

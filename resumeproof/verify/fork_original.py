@@ -13,7 +13,7 @@ from typing import Any
 from resumeproof.common import losslog, runfiles
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import CHECKPOINT, SUMMARY, ProtocolError
-from resumeproof.verify.summary import read_summary
+from resumeproof.verify.summary import Summary, read_summary
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,7 +21,7 @@ class Original:
     run: Path  # the directory that holds the checkpoint
     step: int | None  # the fork point as the files name it; None: the branches' summaries alone say it
     records: dict[int, dict[str, Any]]  # its history by step
-    summary: dict[str, Any] | None  # its summary.json, where there is one
+    summary: Summary | None  # its summary.json, where there is one
     sources: tuple[str, ...]  # the files the records came from
 
     def after(self, k: int, steps: int) -> list[dict[str, Any]]:
@@ -39,7 +39,7 @@ def read(checkpoint: Path) -> Original:
     """The original run of `checkpoint`: what its directory's summary.json and loss.jsonl hold (none: no records)."""
     run = checkpoint.parent
     summary = _summary(run / SUMMARY, checkpoint)
-    records = {r["step"]: r for r in summary["history"]} if summary else {}
+    records = {r["step"]: r for r in summary.history} if summary else {}
     sources = [SUMMARY] if summary else []
     log = run / losslog.NAME
     if log.is_file():
@@ -52,7 +52,7 @@ def read(checkpoint: Path) -> Original:
     return Original(run=run, step=step, records=records, summary=summary, sources=tuple(sources))
 
 
-def _summary(path: Path, checkpoint: Path) -> dict[str, Any] | None:
+def _summary(path: Path, checkpoint: Path) -> Summary | None:
     if not path.is_file():
         return None
     try:
@@ -61,8 +61,8 @@ def _summary(path: Path, checkpoint: Path) -> dict[str, Any] | None:
         raise ResumeproofError(f"{checkpoint}: the run beside it: {err}") from None
 
 
-def _fork_point(checkpoint: Path, summary: dict[str, Any] | None) -> int | None:
+def _fork_point(checkpoint: Path, summary: Summary | None) -> int | None:
     generation = runfiles.GENERATION.fullmatch(checkpoint.name)
     if generation:
         return int(generation.group(1))
-    return summary["step"] if summary is not None and checkpoint.name == CHECKPOINT else None
+    return summary.step if summary is not None and checkpoint.name == CHECKPOINT else None

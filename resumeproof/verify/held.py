@@ -11,8 +11,9 @@ from resumeproof.verify.diagnosis import Context
 from resumeproof.verify.evidence import Evidence
 from resumeproof.verify.expectation import Expectation
 from resumeproof.verify.findings import CONCORDANT, DIVERGENT, Check, Determinism, Diagnosis, Fault, Resume
+from resumeproof.verify.summary import Summary
 
-Summaries = Mapping[str, dict[str, Any]]
+Summaries = Mapping[str, Summary]
 NO_RANDOM_STATE = Diagnosis(
     lost=(),
     rule="identical-to-full-resume",
@@ -34,7 +35,7 @@ class Against:
     found: Evidence
 
     @property
-    def continuous(self) -> dict[str, Any]:
+    def continuous(self) -> Summary:
         return self.summaries[CONTINUOUS]
 
     def context(self, e: Expectation) -> Context:
@@ -53,14 +54,14 @@ class Held:
     nonfinite: tuple[str, ...] = ()  # paths in `state` where both runs hold the same infinity
 
 
-def compared(a: Against, other: dict[str, Any]) -> tuple[dict[str, Comparison], Comparison]:
+def compared(a: Against, other: Summary) -> tuple[dict[str, Comparison], Comparison]:
     """Every compared key of the summary against the continuous run's, and all of them merged."""
-    parts_of = compare_keys(a.continuous, other, protocol.COMPARED_KEYS, a.atol)
+    parts_of = compare_keys(a.continuous.surfaces, other.surfaces, protocol.COMPARED_KEYS, a.atol)
     return parts_of, merge(parts_of.values())
 
 
 def resume_entry(
-    continuous: dict, other: dict, full: Comparison, state: Comparison, why: Diagnosis | None, same: bool | None
+    continuous: Summary, other: Summary, full: Comparison, state: Comparison, why: Diagnosis | None, same: bool | None
 ) -> Resume:
     """How far a resume lands from the continuous run, and why it differs where it does."""
     final, reference = mse(other), mse(continuous)
@@ -78,6 +79,6 @@ def resume_entry(
     )
 
 
-def mse(summary: dict[str, Any]) -> Any:
+def mse(summary: Summary) -> Any:
     """eval.mse where the trainer reports one (eval may be any JSON tree)."""
-    return summary["eval"].get("mse") if isinstance(summary["eval"], dict) else None
+    return summary.eval.get("mse") if isinstance(summary.eval, dict) else None

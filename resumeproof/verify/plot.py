@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resumeproof.common.protocol import CONTROL
+from resumeproof.verify.summary import Summary
 
 if TYPE_CHECKING:
     from resumeproof.verify.fork_result import BranchResult, Fork
@@ -40,19 +41,19 @@ def deviations(continuous: list[dict], history: list[dict]) -> tuple[list[int], 
 
 
 def write(
-    path: Path, summaries: dict[str, dict[str, Any]], atol: float, divergent: set[str], reference: str = "continuous"
+    path: Path, summaries: dict[str, Summary], atol: float, divergent: set[str], reference: str = "continuous"
 ) -> Path:
     """Draw every trajectory against `reference`; the `divergent` ones (that must differ) in colour."""
     plt = _pyplot()
     floor = atol * 1e-4  # where an exact match (|Δ| = 0) is drawn on the log scale
-    continuous = summaries[reference]["history"]
+    continuous = summaries[reference].history
     fig, (loss_ax, dev_ax) = plt.subplots(2, 1, figsize=SIZE, dpi=DPI, sharex=True)
     colors = [f"C{i}" for i in range(10) if i != 7]  # C7 is grey, the colour of the concordant resumes
     concordant_labelled, highlighted_count = False, 0
     for name, summary in summaries.items():
         if name == reference:
             continue
-        steps, devs = deviations(continuous, summary["history"])
+        steps, devs = deviations(continuous, summary.history)
         highlighted = name in divergent
         label = name if highlighted else (None if concordant_labelled else "resumes and interrupted runs")
         concordant_labelled |= not highlighted
@@ -61,9 +62,7 @@ def write(
             highlighted_count += 1
         else:
             style = {"color": "0.6", "linewidth": 0.8}
-        loss_ax.plot(
-            [r["step"] for r in summary["history"]], [r["loss"] for r in summary["history"]], label=label, **style
-        )
+        loss_ax.plot([r["step"] for r in summary.history], [r["loss"] for r in summary.history], label=label, **style)
         dev_ax.plot(steps, [d if d > 0 else floor for d in devs], marker=".", **style)
     loss_ax.plot([r["step"] for r in continuous], [r["loss"] for r in continuous], "k-", linewidth=2.5, label=reference)
     loss_ax.set_ylabel("training loss")
@@ -120,12 +119,12 @@ def _pyplot() -> Any:
     return plt
 
 
-def _largest(summaries: dict[str, dict[str, Any]], continuous: list[dict], reference: str) -> float:
+def _largest(summaries: dict[str, Summary], continuous: list[dict], reference: str) -> float:
     finite = [
         d
         for name, s in summaries.items()
         if name != reference
-        for d in deviations(continuous, s["history"])[1]
+        for d in deviations(continuous, s.history)[1]
         if math.isfinite(d)
     ]
     return max(finite, default=1.0)

@@ -1,17 +1,75 @@
-"""Validated reading of a trajectory's summary.json (docs/protocol.md, section 3).
+"""Validated reading of a trajectory's summary.json (docs/protocol.md, section 3), into one typed `Summary`.
 
 The verifier reads every trajectory through `read_summary`, so a malformed summary is refused
-with one line naming the file and the problem instead of surfacing later as a KeyError.
+with one line naming the file and the problem instead of surfacing later as a KeyError; what
+reads a summary afterwards reads its fields, never the document's keys.
 """
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from resumeproof.common import protocol
 from resumeproof.common.protocol import COMPARED_KEYS, PROTOCOL, RECORD_KEYS, ProtocolError, is_number
 
 
-def read_summary(path: Path, expected_step: int | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Summary:
+    """One trajectory's summary: the compared surfaces (section 3) and `meta`, as the trainer wrote them."""
+
+    step: int
+    history: list[dict[str, Any]]  # one record per update: RECORD_KEYS, and the trainer's own fields
+    state: Any  # whatever the trainer reports of its state
+    next: dict[str, Any]  # what the next update would use: `lr`, the generators' next draws
+    eval: Any
+    meta: dict[str, Any]  # not compared: the declared parts, what a fault omitted, versions, the device
+
+    @classmethod
+    def of(cls, document: dict[str, Any]) -> "Summary":
+        """A summary from its document (read_summary checked it; a test may build a partial one)."""
+        meta = document.get(protocol.META)
+        return cls(
+            step=document.get(protocol.STEP, 0),
+            history=document.get(protocol.HISTORY, []),
+            state=document.get(protocol.STATE),
+            next=document.get(protocol.NEXT) or {},
+            eval=document.get(protocol.EVAL),
+            meta=meta if isinstance(meta, dict) else {},
+        )
+
+    def surface(self, key: str) -> Any:
+        """A compared surface by its protocol key (COMPARED_KEYS): what compare() walks, with its paths."""
+        return {protocol.STEP: self.step, protocol.HISTORY: self.history, protocol.STATE: self.state,
+                protocol.NEXT: self.next, protocol.EVAL: self.eval}[key]  # fmt: skip
+
+    @property
+    def surfaces(self) -> dict[str, Any]:
+        return {key: self.surface(key) for key in COMPARED_KEYS}
+
+    @property
+    def next_lr(self) -> Any:
+        return self.next.get(protocol.LR)
+
+    def rows(self, update: int) -> list[int] | None:
+        """The rows update `update` (counted from 1) consumed, where the history holds it."""
+        record = self.history[update - 1] if 0 < update <= len(self.history) else None
+        return record.get(protocol.ROWS) if isinstance(record, dict) else None
+
+    @property
+    def declared_parts(self) -> tuple[str, ...] | None:
+        """`meta.parts`: every part the trainer's --omit accepts, where it declares them."""
+        parts = self.meta.get(protocol.META_PARTS)
+        if not (
+            isinstance(parts, list)
+            and parts
+            and all(isinstance(p, str) and protocol.PART_NAME.fullmatch(p) for p in parts)
+        ):
+            return None
+        return tuple(parts)
+
+
+def read_summary(path: Path, expected_step: int | None = None) -> Summary:
     """Load summary.json and check the shape docs/protocol.md section 3 promises."""
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
@@ -34,7 +92,7 @@ def read_summary(path: Path, expected_step: int | None = None) -> dict[str, Any]
     _check_history(path, summary["history"], step)
     if not isinstance(summary["next"], dict) or not is_number(summary["next"].get("lr")):
         raise ProtocolError(f"{path}: next.lr must be a number")
-    return summary
+    return Summary.of(summary)
 
 
 def _check_history(path: Path, history: Any, step: int) -> None:

@@ -12,7 +12,6 @@ deterministic"):
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
@@ -36,9 +35,10 @@ from resumeproof.verify.findings import DIVERGENT, OUTSIDE_SPREAD, RESTORED, WIT
 from resumeproof.verify.held import NO_RANDOM_STATE, Against, Held, compared, resume_entry
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.spread import Band, Outside, Run, measure
+from resumeproof.verify.summary import Summary
 from resumeproof.verify.trajectories import Trajectory
 
-Summaries = Mapping[str, dict[str, Any]]
+Summaries = Mapping[str, Summary]
 RESTORE_KEYS = (STEP, HISTORY, STATE, NEXT)
 END_KEYS = (STEP, STATE, NEXT, EVAL)
 
@@ -56,10 +56,10 @@ def measured(trajectories: Sequence[Trajectory], summaries: Summaries) -> Band |
     return measure(references)
 
 
-def run_of(summary: dict[str, Any], end: bool = True) -> Run:
+def run_of(summary: Summary, end: bool = True) -> Run:
     """A summary as the band reads it: its history by update, and its end state."""
-    records = {i + 1: r for i, r in enumerate(summary[HISTORY]) if isinstance(r, dict)}
-    return Run(records, {key: summary[key] for key in END_KEYS} if end else None)
+    records = {i + 1: r for i, r in enumerate(summary.history) if isinstance(r, dict)}
+    return Run(records, {key: summary.surface(key) for key in END_KEYS} if end else None)
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def restored(t: Trajectory, summaries: Summaries, parts: tuple[str, ...], k: int
         return None
     name = f"{t.name}: starts from what {saved_by} saved, bit for bit (a resume of 0 updates)"
     check_id = CheckId(kind=CheckKind.RESTORE, trajectory=t.name)
-    found = merge(compare_keys(saved, twin, RESTORE_KEYS, 0.0).values())
+    found = merge(compare_keys(saved.surfaces, twin.surfaces, RESTORE_KEYS, 0.0).values())
     why = None if found.concordant else _at_restore(saved, twin, parts, k, f"{saved_by} saved at {found.first_path}")
     first = found.mismatches[0] if found.mismatches else None
     check = Check(
@@ -99,11 +99,11 @@ def restored(t: Trajectory, summaries: Summaries, parts: tuple[str, ...], k: int
     return Restored(check, tuple(sorted(found.caught_by)), found.count)
 
 
-def _at_restore(saved: dict[str, Any], twin: dict[str, Any], parts: tuple[str, ...], k: int, where: str) -> Diagnosis:
+def _at_restore(saved: Summary, twin: Summary, parts: tuple[str, ...], k: int, where: str) -> Diagnosis:
     """The parts whose state differs at the restore. Nothing has run yet, so a difference cannot have spread from
     one part to another: each part whose reported state (or next draw) differs was not restored, and a step or a
     history that differs is the progress."""
-    f = facts({**saved, EVAL: None}, {**twin, EVAL: None}, Context(resumed_at=k, parts=parts, atol=0.0))
+    f = facts(replace(saved, eval=None), replace(twin, eval=None), Context(resumed_at=k, parts=parts, atol=0.0))
     assert f is not None, "called where the restore differs"
     progress = [PROGRESS] if STEP in f.differing or HISTORY in f.differing else []
     named = [part_for(name, parts) for name in (*progress, *f.state_keys)] + list(f.draws)

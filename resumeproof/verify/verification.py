@@ -18,6 +18,7 @@ from resumeproof.verify.expectation import Expect
 from resumeproof.verify.findings import DIVERGENT
 from resumeproof.verify.result import Verification, ran
 from resumeproof.verify.settings import ALL, FLAT, Settings, primary_first
+from resumeproof.verify.summary import Summary
 from resumeproof.verify.trajectories import Trajectory, TrajectoryError, first_error
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
@@ -64,7 +65,7 @@ def _planned(s: Settings, out: Console) -> tuple[Settings, list[Trajectory], str
     if continuous.accepted is None:
         return s, [continuous], continuous.error
     try:
-        found = points.infer(continuous.accepted.summary["history"]).points(s.steps)
+        found = points.infer(continuous.accepted.summary.history).points(s.steps)
     except points.EpochError as err:
         return s, [continuous], f"--interrupt-at epochs: {err}"
     s = replace(s, points=primary_first(found))
@@ -76,19 +77,8 @@ def _declared_faults(s: Settings, done: Trajectory) -> list[Trajectory]:
     if ALL not in s.faults or done.name != INTERRUPTED or done.accepted is None:
         return []
     given = [part for part in s.faults if part != ALL]
-    declared = declared_parts(done.accepted.summary) or protocol.STANDARD_PARTS
+    declared = done.accepted.summary.declared_parts or protocol.STANDARD_PARTS
     return plan.faults(s, [part for part in declared if part not in given])
-
-
-def declared_parts(summary: dict[str, Any]) -> tuple[str, ...] | None:
-    """The parts a trainer declares its --omit accepts (meta.parts, protocol revision 1.2), if it does."""
-    meta = summary.get(protocol.META)
-    parts = meta.get(protocol.META_PARTS) if isinstance(meta, dict) else None
-    if not (
-        isinstance(parts, list) and parts and all(isinstance(p, str) and protocol.PART_NAME.fullmatch(p) for p in parts)
-    ):
-        return None
-    return tuple(parts)
 
 
 def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) -> "Evaluated":
@@ -97,7 +87,7 @@ def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) ->
     deterministic, the seeded run), run it and evaluate again: rounds until nothing new is asked for."""
     from resumeproof.verify.evaluate import evaluate
 
-    declared = declared_parts(_summaries(trajectories)[CONTINUOUS])
+    declared = _summaries(trajectories)[CONTINUOUS].declared_parts
     parts = declared or protocol.STANDARD_PARTS
     while True:
         summaries = _summaries(trajectories)
@@ -110,7 +100,7 @@ def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) ->
         _run(trajectories, s, out)  # only the new ones are queued; a failed one is no evidence, never an error
 
 
-def _in_hand(trajectories: list[Trajectory], summaries: dict[str, dict[str, Any]], primary: int) -> "Evidence":
+def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], primary: int) -> "Evidence":
     """The evidence the accepted trajectories hold: the repeat, the resumes without one part, the seeded run."""
     from resumeproof.verify.evidence import Evidence
 
@@ -136,7 +126,7 @@ def _without_one_part(trajectories: list[Trajectory], primary: int) -> list[tupl
 def _evidence_trajectories(
     s: Settings,
     evaluated: "Evaluated",
-    summaries: dict[str, dict[str, Any]],
+    summaries: dict[str, Summary],
     trajectories: list[Trajectory],
     declared: tuple[str, ...] | None,
 ) -> list[Trajectory]:
@@ -177,7 +167,7 @@ def _accept(t: Trajectory, s: Settings) -> Accepted:
     return accept.accept(t, s.allow)
 
 
-def _summaries(trajectories: list[Trajectory]) -> dict[str, dict[str, Any]]:
+def _summaries(trajectories: list[Trajectory]) -> dict[str, Summary]:
     return {t.name: t.accepted.summary for t in trajectories if t.accepted is not None}
 
 
@@ -197,7 +187,7 @@ def _result(
         allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
         environment=environment.of(summaries),
         trajectories={t.name: ran(t) for t in trajectories},
-        parts=declared_parts(summaries[CONTINUOUS]) or () if CONTINUOUS in summaries else (),
+        parts=summaries[CONTINUOUS].declared_parts or () if CONTINUOUS in summaries else (),
     )
     if evaluated is None:
         return result

@@ -5,10 +5,21 @@ import copy
 import pytest
 
 from resumeproof.common.protocol import STANDARD_PARTS
-from resumeproof.verify.diagnosis import RULES, Context, diagnose, identical, part_for
+from resumeproof.verify import diagnosis
+from resumeproof.verify.diagnosis import RULES, Context, part_for
+from resumeproof.verify.summary import Summary
 from tests.helpers import TRAINERS, read_verification, run_verify
 
 # -- the rules, on summaries built by hand --------------------------------------------------------
+
+
+def diagnose(reference: dict, other: dict, c: Context):
+    """The diagnosis of two summary documents (as trainers write them), read as read_summary reads them."""
+    return diagnosis.diagnose(Summary.of(reference), Summary.of(other), c)
+
+
+def identical(a: dict, b: dict) -> bool:
+    return diagnosis.identical(Summary.of(a), Summary.of(b))
 
 
 def summary() -> dict:

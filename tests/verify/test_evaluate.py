@@ -7,10 +7,12 @@ from pathlib import Path
 
 from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG, STANDARD_PARTS, CheckKind
 from resumeproof.verify import plan
-from resumeproof.verify.evaluate import NO_RANDOM_STATE, evaluate
+from resumeproof.verify.evaluate import NO_RANDOM_STATE
+from resumeproof.verify.evaluate import evaluate as evaluate_read
 from resumeproof.verify.evidence import Evidence
 from resumeproof.verify.findings import CONCORDANT, DIVERGENT
 from resumeproof.verify.settings import Settings
+from resumeproof.verify.summary import Summary
 
 SETTINGS = Settings(
     output=Path("/r"), steps=6, points=(3,), atol=1e-12, train_cmd="t", jobs=1, timeout=60.0, faults=("model",)
@@ -44,6 +46,11 @@ def summaries(**given: dict) -> dict[str, dict]:
     out[RESUMED], out[FAULT] = copy.deepcopy(cont), changed(lambda s: s["state"].update(model=[0.6, -0.25]))
     out[RESUMED_NO_RNG] = changed(lambda s: s["next"]["rng"].update(numpy=0.9))
     return {**out, **{name.replace("_", "-"): summary for name, summary in given.items()}}
+
+
+def evaluate(trajectories, documents: dict[str, dict], atol, parts, found=None):
+    """The evaluation of these summary documents (as trainers write them), read as read_summary reads them."""
+    return evaluate_read(trajectories, {name: Summary.of(d) for name, d in documents.items()}, atol, parts, found)
 
 
 def checks_by_trajectory(evaluated):
@@ -99,7 +106,7 @@ def test_an_interrupted_history_that_is_not_the_prefix_makes_the_trainer_not_det
 
 
 def test_a_repeat_that_equals_the_continuous_run_adds_a_passing_determinism_check():
-    found = evaluate(TRAJECTORIES, summaries(), 1e-12, STANDARD_PARTS, Evidence(repeat=continuous()))
+    found = evaluate(TRAJECTORIES, summaries(), 1e-12, STANDARD_PARTS, Evidence(repeat=Summary.of(continuous())))
     assert found.determinism.repeated and found.checks[-1].id.kind is CheckKind.DETERMINISM and found.checks[-1].passed
 
 

@@ -6,12 +6,13 @@ from resumeproof.common.protocol import STANDARD_PARTS
 from resumeproof.verify import evidence
 from resumeproof.verify.diagnosis import Context
 from resumeproof.verify.findings import Diagnosis
+from resumeproof.verify.summary import Summary
 
 
-def summary(noise: float = 0.0) -> dict:
+def summary(noise: float = 0.0) -> Summary:
     history = [{"step": s, "rows": [s], "lr": 0.1, "loss": 1.0 / s + (noise if s >= 4 else 0.0)} for s in range(1, 7)]
     state, draws = {"model": [0.5 + noise]}, {"lr": 0.1, "rng": {"numpy": 0.3}}
-    return {"step": 6, "history": history, "state": state, "next": draws, "eval": {}}
+    return Summary(step=6, history=history, state=state, next=draws, eval={}, meta={})
 
 
 UNKNOWN = Diagnosis(lost=(), rule="none", step=4, evidence="history[3].loss", explanation="the loss differs")
@@ -72,7 +73,7 @@ def test_generators_unused_before_k_leave_the_negative_control_without_power():
     weak = evidence.no_power(summary(), seeded, 5, STANDARD_PARTS)
     assert weak is not None and weak.rule == "no-power" and "not used between seeding and k = 5" in weak.explanation
     used = copy.deepcopy(seeded)
-    used["next"]["rng"]["numpy"] = 0.8
+    used.next["rng"]["numpy"] = 0.8
     assert evidence.no_power(summary(), used, 5, STANDARD_PARTS) is None
     assert evidence.no_power(summary(), None, 5, STANDARD_PARTS) is None
 
@@ -83,7 +84,7 @@ def test_every_declared_part_but_progress_is_a_candidate_even_one_whose_end_stat
     one."""
     cont = summary()
     other = copy.deepcopy(cont)
-    other["history"][3]["loss"] = 9.0  # state.model and next.rng.numpy are the same at the end
+    other.history[3]["loss"] = 9.0  # state.model and next.rng.numpy are the same at the end
     found = evidence.candidates(cont, other, Context(resumed_at=3, parts=STANDARD_PARTS))
     assert found == [part for part in STANDARD_PARTS if part != "progress"]
     assert evidence.candidates(cont, copy.deepcopy(cont), Context(resumed_at=3, parts=STANDARD_PARTS)) == []

@@ -7,13 +7,14 @@ import pytest
 
 from resumeproof.common.protocol import CONTINUOUS, STANDARD_PARTS, CheckKind
 from resumeproof.verify import finite
+from resumeproof.verify.summary import Summary
 
 OWN = ("net", "opt", "ema", "scaler", "order", "rng-shuffle")  # a trainer's own names for its parts
 
 
-def summary(state: dict) -> dict:
+def summary(state: dict) -> Summary:
     history = [{"step": 1, "rows": [0], "lr": 0.1, "loss": 0.5}]
-    return {"step": 1, "history": history, "state": state, "next": {"lr": 0.1}, "eval": {"mse": 0.25}}
+    return Summary(step=1, history=history, state=state, next={"lr": 0.1}, eval={"mse": 0.25}, meta={})
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,7 @@ def test_an_infinity_in_another_parts_bookkeeping_is_no_unusable_output(key, par
 
 def test_the_history_next_and_eval_must_be_finite_nan_included_ints_and_bools_always_are():
     s = summary({"model": [1, True, 0.5]})
-    s["history"][0]["loss"], s["next"]["lr"], s["eval"]["mse"] = math.nan, math.inf, -math.inf
+    s.history[0]["loss"], s.next["lr"], s.eval["mse"] = math.nan, math.inf, -math.inf
     found = finite.unusable(s, STANDARD_PARTS)
     assert [(u.where, u.path) for u in found] == [
         ("the history", "history[0].loss"),

@@ -3,29 +3,28 @@ the original run or itself, a branch that does not start from the control's stat
 
 import copy
 from pathlib import Path
-from typing import Any
 
 from resumeproof.common import observation as o
-from resumeproof.common.protocol import PROTOCOL, CheckKind
+from resumeproof.common.protocol import CheckKind
 from resumeproof.verify import fork_judge
 from resumeproof.verify.fork_original import Original
+from resumeproof.verify.summary import Summary
 from tests.verify.test_first_update import PARTS, observed, update
 
 K, N = 3, 2  # the fork point, and the updates of each branch
 
 
-def summary(losses: list[float], lr: float = 0.1, w: float = 1.0) -> dict[str, Any]:
+def summary(losses: list[float], lr: float = 0.1, w: float = 1.0) -> Summary:
     history = [{"step": i + 1, "rows": [i], "lr": lr, "loss": loss} for i, loss in enumerate(losses)]
-    state, ahead = {"w": [w]}, {"lr": lr}
-    return {"protocol": PROTOCOL, "step": len(history), "history": history, "state": state, "next": ahead, "eval": {}}
+    return Summary(step=len(history), history=history, state={"w": [w]}, next={"lr": lr}, eval={}, meta={})
 
 
 BEFORE = [3.0, 2.0, 1.0]
 CONTROL = summary([*BEFORE, 0.9, 0.8])
 
 
-def original(losses: list[float] | None = None, step: int | None = K, whole: dict | None = None) -> Original:
-    records = {r["step"]: r for r in summary(BEFORE if losses is None else losses)["history"]}
+def original(losses: list[float] | None = None, step: int | None = K, whole: Summary | None = None) -> Original:
+    records = {r["step"]: r for r in summary(BEFORE if losses is None else losses).history}
     return Original(run=Path("run"), step=step, records=records, summary=whole, sources=("summary.json",))
 
 

@@ -2,9 +2,12 @@
 resume of 0 updates against what the interrupted run saved, each part whose state differs named, in the trainer's
 own names and key layouts, and nothing named where no key tells."""
 
+from dataclasses import replace
+
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.verify.expectation import Expect, Expectation
 from resumeproof.verify.findings import RESTORED
+from resumeproof.verify.summary import Summary
 from resumeproof.verify.tiers import restored
 from resumeproof.verify.trajectories import Trajectory
 from tests.helpers import REPO
@@ -12,8 +15,8 @@ from tests.helpers import REPO
 HISTORY = [{"step": 1, "rows": [0, 1], "lr": 0.1, "loss": 1.0}, {"step": 2, "rows": [2, 3], "lr": 0.1, "loss": 0.5}]
 
 
-def summary(state: dict, draws: dict, step: int = 2, eval_: float = 0.25) -> dict:
-    return {"step": step, "history": HISTORY[:step], "state": state, "next": {"lr": 0.1, "rng": draws}, "eval": eval_}
+def summary(state: dict, draws: dict, step: int = 2, eval_: float = 0.25) -> Summary:
+    return Summary(step=step, history=HISTORY[:step], state=state, next={"lr": 0.1, "rng": draws}, eval=eval_, meta={})
 
 
 def resume(name: str = "resumed") -> Trajectory:
@@ -21,7 +24,7 @@ def resume(name: str = "resumed") -> Trajectory:
     return Trajectory(name, [], REPO, REPO, after=("interrupted",), expectation=e)
 
 
-def held(saved: dict, twin: dict, parts: tuple[str, ...], name: str = "resumed"):
+def held(saved: Summary, twin: Summary, parts: tuple[str, ...], name: str = "resumed"):
     twin_name = "restored" if name == "resumed" else f"restored-{name}"
     return restored(resume(name), {"interrupted": saved, twin_name: twin}, parts, 2)
 
@@ -30,7 +33,7 @@ SAVED = summary({"net": {"w": [1.0, 2.0]}, "opt": {"m": [0.1]}, "sched": {"n": 2
 
 
 def test_a_restore_that_equals_what_was_saved_passes_whatever_eval_says():
-    found = held(SAVED, {**SAVED, "eval": 0.2500001}, ("net", "opt", "sched", "rng-shuffle", "rng-torch"))
+    found = held(SAVED, replace(SAVED, eval=0.2500001), ("net", "opt", "sched", "rng-shuffle", "rng-torch"))
     assert found is not None and found.same and found.check.id.kind is CheckKind.RESTORE
     assert found.check.diagnosis is None
 
@@ -46,7 +49,7 @@ def test_each_part_whose_state_differs_at_the_restore_is_named_in_the_trainers_o
 
 
 def test_a_step_or_history_that_differs_at_the_restore_is_the_progress():
-    found = held(SAVED, summary(SAVED["state"], SAVED["next"]["rng"], step=1), ("net", "progress", "rng-torch"))
+    found = held(SAVED, summary(SAVED.state, SAVED.next["rng"], step=1), ("net", "progress", "rng-torch"))
     assert found.check.diagnosis.lost == ("progress",)
 
 
@@ -59,6 +62,6 @@ def test_a_state_key_that_names_no_declared_part_is_said_and_nothing_is_named():
 
 
 def test_a_fault_resume_is_held_by_its_own_twin():
-    twin = summary({**SAVED["state"], "sched": {"n": 0}}, SAVED["next"]["rng"])
+    twin = summary({**SAVED.state, "sched": {"n": 0}}, SAVED.next["rng"])
     found = held(SAVED, twin, ("net", "opt", "sched"), name="fault-sched")
     assert found.check.id.trajectory == "fault-sched" and found.check.diagnosis.lost == ("sched",)

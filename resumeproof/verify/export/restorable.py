@@ -11,7 +11,6 @@ that could not complete.
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import HISTORY, OUTPUT_FLAG, RESUME_FLAG, STEPS_FLAG, CheckKind
@@ -19,6 +18,7 @@ from resumeproof.verify import accept
 from resumeproof.verify.compare import Comparison, compare, summaries
 from resumeproof.verify.export.result import ExportCheck
 from resumeproof.verify.export.source import Command, Source
+from resumeproof.verify.summary import Summary
 from resumeproof.verify.trajectories import Trajectory, run_all
 
 FROM_RUN, FROM_COPY = "from-run", "from-copy"  # the processes, their output folders and logs under the work folder
@@ -34,9 +34,9 @@ class Resumed:
     """What the resumes wrote: the summary of the one from the copy (None where the copy was refused, and why),
     and of the one from RUN (None for a verification's point: the continuous run holds its reference)."""
 
-    from_copy: dict[str, Any] | None
+    from_copy: Summary | None
     refused: str | None = None
-    from_run: dict[str, Any] | None = None
+    from_run: Summary | None = None
 
 
 def prove(src: Source, command: Command, copy: Path, work: Path, timeout: float) -> ExportCheck:
@@ -72,8 +72,8 @@ def judge(src: Source, resumed: Resumed) -> ExportCheck:
     if resumed.from_run is not None:
         found = summaries(resumed.from_run, resumed.from_copy, BIT_FOR_BIT)
     else:
-        expected = (src.reference or {})[HISTORY][:step]
-        found = compare(expected, resumed.from_copy[HISTORY], BIT_FOR_BIT, HISTORY)
+        expected = src.reference.history[:step] if src.reference is not None else []
+        found = compare(expected, resumed.from_copy.history, BIT_FOR_BIT, HISTORY)
     return _check(src, found.concordant, _said(found, step))
 
 

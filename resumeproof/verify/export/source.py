@@ -19,11 +19,11 @@ from typing import Any
 from resumeproof.common import fingerprint, manifest, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError, one_line
 from resumeproof.common.observation import FORMAT as OBSERVED
-from resumeproof.common.protocol import CHECKPOINT, CONTINUOUS, META, SUMMARY
+from resumeproof.common.protocol import CHECKPOINT, CONTINUOUS, SUMMARY
 from resumeproof.verify import accept
 from resumeproof.verify.plan import point_names
 from resumeproof.verify.result import Verification
-from resumeproof.verify.summary import read_summary
+from resumeproof.verify.summary import Summary, read_summary
 from resumeproof.verify.trajectories import TrajectoryError
 
 VERIFICATION_JSON = "verification.json"
@@ -86,14 +86,13 @@ class Source:
     points: tuple[Point, ...]  # newest first, never empty: the first is resumed from
     skipped: tuple[Skipped, ...] = ()
     files: tuple[str, ...] = ()  # everything to copy, relative to RUN, the points' files included
-    summary: dict[str, Any] | None = None  # the summary of the run the newest point belongs to
-    reference: dict[str, Any] | None = None  # a verification's continuous run: it holds the next update
+    summary: Summary | None = None  # the summary of the run the newest point belongs to
+    reference: Summary | None = None  # a verification's continuous run: it holds the next update
     verification: Verification | None = None
     notes: tuple[str, ...] = field(default=())  # what a reader must know: an unreadable summary, a link not copied
 
     def meta(self) -> dict[str, Any]:
-        meta = (self.summary or {}).get(META)
-        return meta if isinstance(meta, dict) else {}
+        return self.summary.meta if self.summary is not None else {}
 
 
 def read(run: Path, everything: bool) -> Source:
@@ -183,22 +182,21 @@ def _nothing(run: Path, skipped: list[Skipped]) -> str:
     return f"RUN {run}: no valid checkpoint to export ({skipped[0].path}: {skipped[0].reason})"
 
 
-def _final_step(final: Path, summary: dict[str, Any] | None) -> int | None:
+def _final_step(final: Path, summary: Summary | None) -> int | None:
     """The step of checkpoint.pt: the summary's, unless the summary records the digest of another checkpoint
     (a process killed between its final checkpoint and its summary)."""
     if summary is None:
         return None
-    meta = summary.get(META)
-    recorded = meta.get(protocol.META_CHECKPOINT_SHA256) if isinstance(meta, dict) else None
+    recorded = summary.meta.get(protocol.META_CHECKPOINT_SHA256)
     try:
         text = fingerprint.sidecar_text(final)
     except fingerprint.FingerprintError:
-        return summary["step"]  # its check refuses it, and says why
+        return summary.step  # its check refuses it, and says why
     on_disk = hashlib.sha256(text.encode()).hexdigest() if final.is_dir() else text[:64]
-    return summary["step"] if recorded in (None, on_disk) else None
+    return summary.step if recorded in (None, on_disk) else None
 
 
-def _summary(path: Path) -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+def _summary(path: Path) -> tuple[Summary | None, tuple[str, ...]]:
     if not path.exists():
         return None, ()
     try:

@@ -48,7 +48,7 @@ def test_one_update_from_an_intact_copy_equals_the_continuous_runs_next_update(s
 
 def test_a_reference_one_ulp_away_is_a_difference(src, resumed):
     reference = copy.deepcopy(src.reference)
-    record = reference["history"][2]
+    record = reference.history[2]
     record["loss"] = math.nextafter(record["loss"], math.inf)
     check = restorable.judge(replace(src, reference=reference), resumed)
     assert not check.passed

@@ -120,7 +120,7 @@ def test_a_verification_exports_its_interrupted_point_with_the_continuous_run_as
     src = source.read(verification_dir, everything=False)
     assert src.kind is Kind.VERIFICATION
     assert [(p.path, p.step) for p in src.points] == [("interrupted/checkpoint.pt", 2)]
-    assert src.reference is not None and src.reference["step"] == 3
+    assert src.reference is not None and src.reference.step == 3
     assert src.files == (
         "verification.json", "continuous/summary.json", "interrupted/checkpoint.pt", "interrupted/checkpoint.pt.sha256",
     )  # fmt: skip
