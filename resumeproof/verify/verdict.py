@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from resumeproof.common.protocol import CheckKind
-from resumeproof.verify.findings import Check
+from resumeproof.verify.findings import Check, Diagnosis
 
 if TYPE_CHECKING:  # result.py renders its verdict with this module
     from resumeproof.verify.result import Verification
@@ -194,4 +194,15 @@ def _cause(c: Check, v: "Verification") -> str:
     """What the check's own diagnosis blames, in its words; nothing where the trainer differs from itself."""
     if not v.deterministic and not v.determinism.within_spread:
         return "no part is blamed: the trainer is not deterministic"
-    return c.diagnosis.head if c.diagnosis is not None else "cause unknown"
+    if c.diagnosis is not None:
+        return c.diagnosis.head
+    restore = _restore_of(c, v)  # a resume whose restore failed is diagnosed once, at its restore
+    return f"{restore.head} (at its restore)" if restore is not None else "cause unknown"
+
+
+def _restore_of(c: Check, v: "Verification") -> Diagnosis | None:
+    """The diagnosis of the failed restore of the same trajectory, where another check of it failed there."""
+    if c.id.kind is CheckKind.RESTORE or c.id.trajectory is None:
+        return None
+    found = (r.diagnosis for r in v.of_kind(CheckKind.RESTORE) if r.id.trajectory == c.id.trajectory and not r.passed)
+    return next((d for d in found if d is not None), None)
