@@ -2,7 +2,6 @@
 its sentence built once and said alike by the terminal, Markdown, JUnit, verification.json and the pytest plugin."""
 
 import io
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -79,7 +78,8 @@ CASES = {
     ),
     "resume, the records of --observe": (
         failing(resumed(None, "resumed-3", 3, first_mismatch="update 4 (rank 1): loss")),
-        "FAILED: resumed-3 (from step 3) differs from continuous from update 4 (update 4 (rank 1): loss); cause unknown",
+        "FAILED: resumed-3 (from step 3) differs from continuous from update 4 (update 4 (rank 1): loss); "
+        "cause unknown",
     ),
     "chain segment": (
         failing(resumed(lost("progress", rule="step"), "chain1-seg2", 3, first_mismatch="history[3].lr")),
@@ -149,7 +149,8 @@ CASES = {
     ),
     "checkpoint": (
         failing(check(CheckKind.CHECKPOINT, "interrupted", detail="refused: a pickle that imports os")),
-        "FAILED: interrupted's checkpoint fails its fingerprint or weights_only check: refused: a pickle that imports os",
+        "FAILED: interrupted's checkpoint fails its fingerprint or weights_only check: "
+        "refused: a pickle that imports os",
     ),
     "not deterministic": (
         failing(
@@ -157,7 +158,8 @@ CASES = {
             resumed(lost(rule="not-deterministic")),
             determinism=not_deterministic(),
         ),
-        "NOT DETERMINISTIC: the continuous run and its repeat differ from update 2 (history[1].loss); no part is blamed",
+        "NOT DETERMINISTIC: the continuous run and its repeat differ from update 2 (history[1].loss); "
+        "no part is blamed",
     ),
     "within spread, outside the band": (
         failing(
@@ -198,7 +200,7 @@ def test_a_sentence_blames_only_what_its_own_diagnosis_names(case):
 
 def test_a_resume_without_its_own_diagnosis_blames_what_its_restore_found_and_the_line_says_the_restore_once():
     v, line = CASES["restore, records"]
-    [restore, resume] = v.failed()
+    [_, resume] = v.failed()
     assert (
         failure(resume, v)
         == "resumed (from step 4) differs from continuous from update 5 (loss); lost optimizer (at its restore)"
