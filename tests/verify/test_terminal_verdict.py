@@ -10,6 +10,7 @@ from rich.console import Console
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.pytest_plugin import Outcome
 from resumeproof.verify import junit, markdown, terminal
+from resumeproof.verify.chaos_result import ChaosResult
 from resumeproof.verify.findings import DIRECT, RESTORED, Check, Determinism, Diagnosis, Fault
 from resumeproof.verify.result import Verification
 from resumeproof.verify.spread import Band
@@ -250,3 +251,25 @@ def test_the_terminal_markdown_junit_the_json_and_the_pytest_plugin_say_the_same
         if sentence is not None:
             assert failures[c.name].get("message").startswith(sentence)
             assert f"| {c.name} | {sentence} |" in md and f"failed: {sentence}" in explained
+
+
+def test_a_failed_chaos_run_says_which_of_its_claims_does_not_hold():
+    claims = [
+        ("final summary concordant with continuous", False, "history[3].loss"),
+        ("all 4 signals delivered", True, None),
+    ]
+    checks = tuple(Check(id=CheckId(kind=CheckKind.CHAOS), name=n, passed=p, first_mismatch=f) for n, p, f in claims)
+    result = ChaosResult(
+        checks=checks,
+        first_mismatch="history[3].loss",
+        kills=({"signal": "SIGKILL", "phase": "step"},),
+        trainer_starts=2,
+        replayed_steps=1,
+        broken_log_lines=0,
+        kills_without_valid_generation=(),
+        settings={},
+    )
+    out = io.StringIO()
+    terminal.print_chaos(Console(file=out, width=200, color_system=None, soft_wrap=True), result)
+    last = out.getvalue().strip().splitlines()[-1]
+    assert last == "FAILED: final summary concordant with continuous: does not hold (at history[3].loss)"
