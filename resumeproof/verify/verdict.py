@@ -65,7 +65,7 @@ def verdict(v: "Verification") -> Verdict:
     d = v.determinism
     where = _from(d.first_step, d.first_mismatch)
     if not v.deterministic and not d.within_spread:
-        return Verdict(NOT_DETERMINISTIC, f"{d.detail}{where}; no part is blamed")
+        return Verdict(NOT_DETERMINISTIC, f"{d.detail or 'the trainer differs from itself'}{where}; no part is blamed")
     if v.all_checks_passed:
         return Verdict(PASSED, _passed(v))
     judged = f"not deterministic (differs from itself{where}), so judged by its restore and its measured spread; "
@@ -74,7 +74,10 @@ def verdict(v: "Verification") -> Verdict:
 
 def failure(c: Check, v: "Verification") -> str | None:
     """The sentence of one check that failed (None for one that passed): what differs, where, and the cause."""
-    return None if c.passed else SAY.get(c.id.kind, lambda c, v: denied(c))(c, v)
+    if c.passed:
+        return None
+    say = SAY.get(c.id.kind)
+    return say(c, v) if say is not None else denied(c)
 
 
 def _passed(v: "Verification") -> str:
