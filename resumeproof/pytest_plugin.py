@@ -60,15 +60,17 @@ class Outcome:
         if self.passed:
             return f"resumeproof: PASSED ({self.report})"
         v, lines = self.verification, []
-        if v is None or v.error:
+        if v is None:
             last = self.stderr.strip().splitlines()[-1:] or ["no output"]
-            lines.append(f"resumeproof could not complete (exit {self.exit_code}): {v.error if v else last[0]}")
-        for check in v.failed() if v else []:
-            lines.append(f"FAILED {check.name}: first mismatch {check.first_mismatch}: {check.detail}")
+            return f"resumeproof could not complete (exit {self.exit_code}): {last[0]}\nreport: {self.report}"
+        from resumeproof.verify.verdict import failure  # late, as above
+
+        lines.append(f"resumeproof {v.verdict.line}")  # the line the terminal report ends with
+        for check in v.failed():
+            first = f": first mismatch {check.first_mismatch}: {check.detail}" if check.first_mismatch else ""
+            lines.append(f"failed: {failure(check, v)}{first}")
             if check.diagnosis:
                 lines.append(f"diagnosis {check.id.trajectory or check.name}: {check.diagnosis.sentence()}")
-        if v is not None and v.blind_to:
-            lines.append(f"the verification is blind to: {', '.join(v.blind_to)}")
         lines.append(f"report: {self.report}")
         return "\n".join(lines)
 

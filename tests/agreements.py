@@ -28,6 +28,7 @@ def contradictions(doc: dict[str, Any], faults_all: bool = False) -> list[str]:
     agree(doc["positive"] == covered, "positive vs the prefix, resume, cadence and checkpoint checks")
     agree(doc["deterministic"] == det["deterministic"], "deterministic vs determinism.deterministic")
     agree(doc["blind_to"] == [p for p, f in doc["faults"].items() if not f["detected"]], "blind_to vs faults")
+    found += _verdict(doc, passed)
     if error is not None:
         agree(not checks and not doc["comparison"] and not doc["faults"], "an error vs checks, comparison or faults")
         return found
@@ -154,4 +155,28 @@ def _finite(doc: dict[str, Any], kinds: dict[str, list[dict[str, Any]]]) -> list
         found.append("nonfinite (matched, accepted) vs the finite check (not a usable output)")
     if nonfinite != sorted(set(nonfinite)) or not all(p.startswith(f"{STATE}.") for p in nonfinite):
         found.append("nonfinite: sorted paths under state")
+    return found
+
+
+def _verdict(doc: dict[str, Any], passed: bool) -> list[str]:
+    """The verdict line against the checks: its outcome, and each failed check's sentence against its diagnosis."""
+    found, verdict, checks = [], doc["verdict"], doc["checks"]
+    failing = ("failed", "not-deterministic")
+    outcomes = ("could-not-complete",) if doc["error"] is not None else ("passed",) if passed else failing
+    if verdict["outcome"] not in outcomes:
+        found.append("verdict.outcome vs error and all_checks_passed")
+    if any((c["failure"] is None) != c["passed"] for c in checks):
+        found.append("a check's failure vs its passed")
+    failed = [c for c in checks if not c["passed"]]
+    if verdict["outcome"] == "failed" and not any(c["failure"] in verdict["line"] for c in failed):
+        found.append("verdict.line vs the failed checks' sentences")
+    det = doc["determinism"]
+    blames = det["deterministic"] is not False or det.get("spread") is not None  # else no part is blamed
+    for c in failed:
+        d, said = c["diagnosis"], c["failure"]
+        if d is not None and d["parts"] and blames:
+            if f"lost {d['lost']}" not in said:
+                found.append(f"the failure of {c['trajectory']} vs the part its diagnosis names")
+        elif d is not None and "lost " in said:
+            found.append(f"the failure of {c['trajectory']} names a part its diagnosis does not")
     return found

@@ -45,6 +45,12 @@ class Comparison:
     def first_path(self) -> str | None:
         return self.mismatches[0].path if self.mismatches else None
 
+    @property
+    def first_update(self) -> int | None:
+        """The first update a mismatch of a history record names (`history[5].rows`: update 6), None for none."""
+        found = (_RECORD.match(m.path) for m in self.mismatches)
+        return next((int(m.group(1)) + 1 for m in found if m), None)
+
     def add(self, path: str, reason: str) -> None:
         self.count += 1
         self.caught_by.add(check_of(path))
@@ -61,6 +67,7 @@ def check_of(path: str) -> str:
 
 _RECORD_FIELD = re.compile(r"history\[\d+\]\.([^.\[]+)")
 _HEAD = re.compile(r"[^.\[]*")
+_RECORD = re.compile(r"history\[(\d+)\]")
 
 
 def json_type(value: Any) -> str:

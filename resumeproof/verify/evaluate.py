@@ -211,6 +211,8 @@ def _check(e: Expectation, passed: bool, comparison: Comparison, why: Diagnosis 
         first_mismatch=first.path if first else None,
         detail=first.reason if first else None,
         diagnosis=why,
+        resumed_at=e.resumed_at or None,  # 0: a run from the start (a prefix, the cadence run)
+        first_update=comparison.first_update,
     )
 
 
@@ -224,5 +226,6 @@ def _determinism_check(det: Determinism) -> Check:
         passed=det.deterministic is not False or det.within_spread,
         first_mismatch=det.first_mismatch,
         detail=det.detail,
+        first_update=det.first_step,
         diagnosis=evidence.not_deterministic(det) if det.deterministic is False and not det.within_spread else None,
     )

@@ -36,17 +36,23 @@ class Diagnosis:
     def named(self) -> str:
         return ", ".join(self.lost) or UNKNOWN
 
+    @property
+    def head(self) -> str:
+        """What it blames, as every report says it (the verdict line too): "lost X" on direct evidence of the first
+        resumed update or of the restore, "likely lost X" where the runs' files point to it, else "cause unknown"."""
+        if not self.lost:
+            return "cause unknown"
+        return f"lost {self.named}" if self.rule in (DIRECT, RESTORED) else f"likely lost {self.named}"
+
     def sentence(self) -> str:
         """The one way a diagnosis is said, wherever it is shown: direct evidence of the first resumed update
         ("lost ... at update 6 (the first resumed one)"), or what the runs' files point to ("likely lost ...")."""
-        head = f"lost {self.named}" if self.lost else "cause unknown"
         if self.rule == DIRECT:
-            return f"{head} at update {self.step} (the first resumed one): {self.explanation}"
+            return f"{self.head} at update {self.step} (the first resumed one): {self.explanation}"
         if self.rule == RESTORED:
-            return f"{head} at the restore, before update {self.step}: {self.explanation}"
+            return f"{self.head} at the restore, before update {self.step}: {self.explanation}"
         where = f" from update {self.step}" if self.step else ""
-        head = f"likely lost {self.named}" if self.lost else "cause unknown"
-        return f"{head}{where}: {self.explanation}"
+        return f"{self.head}{where}: {self.explanation}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +89,8 @@ class Check:
     first_mismatch: str | None = None
     detail: str | None = None
     diagnosis: Diagnosis | None = None  # why it failed (or, for a run that must diverge, how it did)
+    resumed_at: int | None = None  # the update its trajectory's process resumed from, for a check of a resume
+    first_update: int | None = None  # the first update where it differs from what it is held against, where known
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,6 +103,8 @@ class Check:
             "first_mismatch": self.first_mismatch,
             "detail": self.detail,
             "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
+            "resumed_at": self.resumed_at,
+            "first_update": self.first_update,
         }
 
     @classmethod
@@ -108,6 +118,8 @@ class Check:
             first_mismatch=d.get("first_mismatch"),
             detail=d.get("detail"),
             diagnosis=Diagnosis.from_json(d.get("diagnosis")),
+            resumed_at=d.get("resumed_at"),
+            first_update=d.get("first_update"),
         )
 
 

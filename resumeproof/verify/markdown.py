@@ -1,7 +1,8 @@
 """A verification as a short Markdown summary, e.g. for a CI job summary ($GITHUB_STEP_SUMMARY).
 
-The verdict first, then what a reader needs to act: the failed checks with their first mismatch
-and diagnosis, every resume's deviation, the fault matrix, and what was not tried.
+The verdict first, with the line the terminal ends with (what failed, where, what the diagnosis blames), then
+what a reader needs to act: the failed checks with what failed and their diagnosis, every resume's deviation, the
+fault matrix, and what was not tried.
 """
 
 from pathlib import Path
@@ -9,22 +10,22 @@ from typing import Any
 
 from resumeproof.common.fingerprint import write_atomic
 from resumeproof.verify.result import Verification
+from resumeproof.verify.verdict import PASSED, failure
 
 
 def summary(v: Verification, report: Path) -> str:
-    lines = [f"## resumeproof: {verdict(v)}", "", f"`{v.train_cmd}`", ""]
-    if v.error:
-        lines += [f"**Could not complete:** {_cell(v.error)}", ""]
+    said = v.verdict
+    lines = [f"## resumeproof: {verdict(v)}", "", f"`{v.train_cmd}`", "", f"**{said.label}:** {_cell(said.said)}", ""]
     if not v.deterministic:
         d = v.determinism
         judged = "; judged by its restore, bit for bit, and within its measured spread" if d.within_spread else ""
         lines += [f"**Not deterministic:** {_cell(d.detail)} (first at {_code(d.first_mismatch)}){judged}", ""]
     failed = v.failed()
     if failed:
-        lines += ["| failed check | first mismatch | detail | diagnosis |", "|---|---|---|---|"]
+        lines += ["| failed check | what failed | detail | diagnosis |", "|---|---|---|---|"]
         for c in failed:
-            said = c.diagnosis.sentence() if c.diagnosis else ""
-            lines.append(f"| {_cell(c.name)} | {_code(c.first_mismatch)} | {_cell(c.detail)} | {_cell(said)} |")
+            why = c.diagnosis.sentence() if c.diagnosis else ""
+            lines.append(f"| {_cell(c.name)} | {_cell(failure(c, v))} | {_cell(c.detail)} | {_cell(why)} |")
         lines.append("")
     if v.resumes:
         lines += ["| resume | verdict | max \\|Δ\\| | first mismatch | likely lost |", "|---|---|---|---|---|"]
@@ -57,17 +58,11 @@ def write(path: Path, v: Verification, report: Path) -> None:
 
 
 def verdict(v: Verification) -> str:
-    if v.error:
-        return "could not complete (exit 2)"
-    if not v.deterministic and not v.determinism.within_spread:
-        return "NOT DETERMINISTIC (exit 1)"
-    if v.all_checks_passed:
-        return (
-            "PASSED, not deterministic: within its measured spread (exit 0)"
-            if not v.deterministic
-            else "PASSED (exit 0)"
-        )
-    return "FAILED (exit 1)"
+    """The heading's outcome and exit code (verify/verdict.py says what it rests on, on the line below)."""
+    said = v.verdict
+    if said.outcome == PASSED and not v.deterministic:
+        return "PASSED, not deterministic: within its measured spread (exit 0)"
+    return f"{said.label} (exit {said.exit_code})"
 
 
 def _cell(text: Any) -> str:

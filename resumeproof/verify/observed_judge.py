@@ -95,7 +95,12 @@ def determinism(continuous: Observed, repeat: Observed, atol: float = 0.0) -> tu
     )
     name = "the continuous run repeats itself " + ("exactly" if atol == 0 else f"within atol {atol:g}")
     check = Check(
-        id=CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT), name=name, passed=found.same, detail=det.detail
+        id=CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT),
+        name=name,
+        passed=found.same,
+        detail=det.detail,
+        first_mismatch=found.first,
+        first_update=found.first_step,
     )
     return det, check
 
@@ -139,6 +144,7 @@ def restore(
         first_mismatch=differs[0] if differs else None,
         detail=f"compared: {what}" + (f"; differ: {', '.join(differs)}" if differs else ""),
         diagnosis=why,
+        resumed_at=k,
     )
 
 
@@ -171,6 +177,8 @@ def resume(continuous: Observed, resumed: Observed, k: int, name: str, atol: flo
         max_abs_diff=found.loss_deviation,
         first_mismatch=found.first,
         diagnosis=why,
+        resumed_at=k,
+        first_update=found.first_step,
     )
     return entry, check
 
@@ -197,6 +205,8 @@ def negative(
         first_mismatch=found.first,
         detail=f"blocked: {', '.join(blocked) or 'nothing'}",
         diagnosis=why,
+        resumed_at=k,
+        first_update=found.first_step,
     )
     return entry, check
 
@@ -225,6 +235,8 @@ def fault(
         first_mismatch=found.first,
         detail=cause,
         diagnosis=why,
+        resumed_at=k,
+        first_update=found.first_step,
     )
     return entry, check
 

@@ -11,6 +11,7 @@
 """
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from resumeproof.common import observation as o
@@ -49,6 +50,7 @@ def resume(
     outside = band.outside(run_of(continuous), run_of(resumed, k), prefix="update")
     check_id = CheckId(kind=CheckKind.RESUME, trajectory=name)
     check = outside_check(check_id, f"{name} (from update {k}) within the script's measured spread", outside, restored)
+    check = replace(check, resumed_at=k)
     entry = Resume(
         verdict=WITHIN_SPREAD if outside is None else DIVERGENT,
         max_state_deviation=None,
@@ -78,6 +80,7 @@ def negative(interrupted: Observed, control: Observed, k: int) -> tuple[Resume, 
         first_mismatch=at.first_mismatch if at is not None else None,
         detail=f"blocked: {', '.join(blocked) or 'nothing'}",
         diagnosis=why,
+        resumed_at=k,
     )
     entry = Resume(
         verdict=DIVERGENT if differs else WITHIN_SPREAD,
@@ -117,5 +120,6 @@ def fault(interrupted: Observed, faulty: Observed, k: int, part: str) -> tuple[F
         first_mismatch=first,
         detail=cause,
         diagnosis=why,
+        resumed_at=k,
     )
     return entry, check

@@ -13,6 +13,7 @@ from resumeproof.common import fingerprint, protocol
 from resumeproof.common.protocol import RESUMED, CheckKind
 from resumeproof.verify.findings import DIVERGENT, Check, Coverage, Determinism, Fault, Resume
 from resumeproof.verify.trajectories import Trajectory
+from resumeproof.verify.verdict import Verdict, failure, verdict
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,11 @@ class Verification:
     def of_kind(self, *kinds: CheckKind) -> list[Check]:
         return [c for c in self.checks if c.id.kind in kinds]
 
+    @property
+    def verdict(self) -> Verdict:
+        """The outcome and what it rests on, as every report says it (verify/verdict.py)."""
+        return verdict(self)
+
     def to_json(self) -> dict[str, Any]:
         full, negative = self.full_resume, self.negative
         comparison = {}
@@ -145,6 +151,7 @@ class Verification:
             "negative_divergence_detected": self.negative_divergence_detected,
             "deterministic": self.determinism.deterministic,  # as `determinism` says: null when not established
             "error": self.error,
+            "verdict": self.verdict.to_json(),  # written for a reader; read back, it is computed again
             "protocol": self.protocol,
             "train_cmd": self.train_cmd,
             "resume_cmd": self.resume_cmd,
@@ -155,7 +162,7 @@ class Verification:
             "allowed": self.allowed,
             "environment": self.environment,
             "trajectories": {name: t.to_json() for name, t in self.trajectories.items()},
-            "checks": [c.to_json() for c in self.checks],
+            "checks": [{**c.to_json(), "failure": failure(c, self)} for c in self.checks],
             "comparison": comparison,
             "faults": {part: f.to_json() for part, f in self.faults.items()},
             "blind_to": self.blind_to,

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from resumeproof.common import observation
@@ -18,6 +19,7 @@ from resumeproof.verify.findings import CONCORDANT, Check, Resume, diagnosed
 from resumeproof.verify.result import Verification
 from resumeproof.verify.settings import FLAT
 from resumeproof.verify.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory, run_all
+from resumeproof.verify.verdict import PASSED, denied
 
 STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
 # check -> column header of the fault matrix (short, so that it fits 80 columns)
@@ -196,34 +198,9 @@ def checked_lines(v: Verification) -> list[str]:
 
 
 def verdict_line(v: Verification) -> str:
-    """The last line: could not complete, not deterministic, passed or failed; each names why."""
-    if v.error:
-        return f"[red]could not complete:[/] {v.error}"
-    d = v.determinism
-    where = f" from update {d.first_step}" if d.first_step else ""
-    at = f" ({d.first_mismatch})" if d.first_mismatch else ""
-    if not v.deterministic and not d.within_spread:
-        return f"[red]NOT DETERMINISTIC:[/] {d.detail}{where}{at}; no part is blamed"
-    spread = f"not deterministic (differs from itself{where}{at}), so " if d.within_spread else ""
-    if v.all_checks_passed:
-        extra = f", all {len(v.faults)} faults caught" if v.faults else ""
-        control = "resume without RNG restore divergent" if v.negative_divergence_detected else _no_control(v)
-        if d.within_spread:
-            resumes = "every restore exact, every resume within its measured run-to-run spread"
-            said = f"{spread}compared within its measured spread, not bit for bit: {resumes}"
-            return f"[green]PASSED:[/] {said}, {control}{extra}"
-        return f"[green]PASSED:[/] every resume concordant, {control}{extra}"
-    failed = [c.name for c in v.failed()]
-    blind = f" The protocol is blind to: {', '.join(v.blind_to)}." if v.blind_to else ""
-    judged = (
-        f"{spread.removesuffix(', so ')}, judged by its restore and its measured spread; failed: " if spread else ""
-    )
-    return f"[red]FAILED:[/] {judged}{'; '.join(failed)}.{blind}"
-
-
-def _no_control(v: Verification) -> str:
-    """`verify --observe` where blocking the generators' setters could not change the run: what its check says."""
-    return next((c.name for c in v.of_kind(CheckKind.NEGATIVE_CONTROL)), "no negative control")
+    """The last line: could not complete, not deterministic, passed or failed, and what failed (verify/verdict.py)."""
+    said = v.verdict
+    return f"[{'green' if said.outcome == PASSED else 'red'}]{said.label}:[/] {escape(said.said)}"
 
 
 def print_report(out: Console, v: Verification) -> None:
@@ -257,4 +234,6 @@ def print_chaos(out: Console, result: ChaosResult) -> None:
         f"{len(result.kills)} signals ({signals}; landed: {phases}); {result.trainer_starts} trainer "
         f"starts; {result.replayed_steps} steps replayed"
     )
-    out.print("[green]PASSED:[/] nothing lost" if result.all_checks_passed else "[red]FAILED[/]")
+    failed = [c for c in result.checks if not c.passed]
+    said = ". ".join(denied(c) for c in failed)
+    out.print("[green]PASSED:[/] nothing lost" if not failed else f"[red]FAILED:[/] {escape(said)}")

@@ -95,6 +95,7 @@ def restored(t: Trajectory, summaries: Summaries, parts: tuple[str, ...], k: int
         first_mismatch=first.path if first else None,
         detail=first.reason if first else None,
         diagnosis=why,
+        resumed_at=k,
     )
     return Restored(check, tuple(sorted(found.caught_by)), found.count)
 
@@ -133,6 +134,7 @@ def outside_check(check_id: CheckId, name: str, outside: Outside | None, restore
         first_mismatch=outside.path if outside is not None else None,
         detail=outside.said() if outside is not None else None,
         diagnosis=why if outside is not None else None,
+        first_update=outside.step if outside is not None else None,
     )
 
 
@@ -156,6 +158,7 @@ def within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
     if e.kind in (Expect.PREFIX, Expect.CONCORDANT):
         name = e.name if e.kind is Expect.PREFIX else f"{t.name} (from step {e.resumed_at}) within the measured spread"
         check = outside_check(e.id, name, outside, restore.check if restore is not None else None)
+        check = replace(check, resumed_at=e.resumed_at or None)
         if e.kind is Expect.PREFIX:
             return Held(check=check)
         resume = resume_entry(a.continuous, other, result, parts_of["state"], check.diagnosis, None)
@@ -179,6 +182,8 @@ def within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
         passed=differs,
         first_mismatch=first,
         diagnosis=why,
+        resumed_at=e.resumed_at,
+        first_update=None if at_restore or outside is None else outside.step,
     )
     if e.is_fault:
         caught = restore.caught_by if at_restore and restore else tuple(sorted(result.caught_by)) if differs else ()

@@ -33,7 +33,8 @@ def test_a_faulty_trainer_fails_the_users_test_with_the_diagnosis_in_the_message
     proc = pytest_in(tmp_path, "-p", "no:cacheprovider")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout
-    assert "FAILED resumed (from step 2) concordant with continuous: first mismatch history[3].loss" in out
+    said = "resumed (from step 2) differs from continuous from update 4 (history[3].loss); lost optimizer"
+    assert f"resumeproof FAILED: {said}" in out and f"failed: {said}: first mismatch history[3].loss" in out
     assert "diagnosis resumed: lost optimizer at update 3 (the first resumed one)" in out
     assert "verification.json" in out
 

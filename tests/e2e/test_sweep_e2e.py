@@ -115,7 +115,8 @@ def test_a_fault_the_trainer_claims_but_does_not_carry_out_fails_and_is_named(tm
         "diagnosis": None,
         "identical_to_full_resume": True,
     }
-    assert "blind to: scheduler, model" in proc.stderr
+    said = "resume without scheduler did not diverge (identical to the full resume). resume without model did not"
+    assert f"FAILED: {said} diverge (identical to the full resume)" in proc.stderr
     assert contradictions(doc) == []
 
 

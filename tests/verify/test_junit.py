@@ -46,12 +46,19 @@ def test_each_failing_check_is_one_failing_testcase_carrying_the_mismatch_and_th
     failures = {name: case.find("failure") for name, case in cases(root).items() if case.find("failure") is not None}
     assert sorted(failures) == sorted(failed)
     message = failures["resumed (from step 2) concordant with continuous"].get("message")
+    said = "resumed (from step 2) differs from continuous from update 4 (history[3].loss); lost optimizer"
+    assert message.startswith(said)
     assert (
         "first mismatch history[3].loss" in message
         and "diagnosis: lost optimizer at update 3 (the first resumed one)" in message
     )
     assert root.find("testsuite").get("failures") == str(len(failed))
     assert md.startswith("## resumeproof: FAILED (exit 1)") and "| resumed | divergent |" in md and "optimizer" in md
+    # the terminal's last line, verification.json, the JUnit suite and the Markdown summary say the same
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line == doc["verdict"]["line"] == f"FAILED: {said}" and doc["verdict"]["outcome"] == "failed"
+    assert root.find("testsuite/properties/property[@name='verdict']").get("value") == line
+    assert f"**FAILED:** {said}" in md and [c["failure"] for c in doc["checks"] if not c["passed"]] == [said]
 
 
 @pytest.mark.parametrize(
