@@ -12,9 +12,9 @@
 distributed ones (DCP's state-dict API, this rank's rows, a DCP directory).
 """
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
-from abc import ABC, abstractmethod
 from typing import Any
 
 import torch
