@@ -1,18 +1,34 @@
-"""What every command of the `resumeproof` CLI shares: the help flags, `--debug`, the name the user typed, and
-an option parser's refusal as a usage error."""
+"""What every command of the `resumeproof` CLI shares: the one error path that turns an outcome into an exit code
+(`Command`), the help flags, `--debug`, the name the user typed, and an option parser's refusal as a usage error."""
 
 import os
 import shlex
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
+from resumeproof.common.errors import USER_ERRORS, said
 from resumeproof.verify.settings import SettingsError
 
 DEFAULT_TRAIN_CMD = shlex.join([sys.executable, "-B", "-m", "resumeproof.reference"])  # the packaged reference trainer
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+class Command(click.Command):
+    """A command whose callback returns its exit code (0 passed, 1 a check failed, 2 could not complete) and raises
+    what it cannot complete: the one place that ends the process. A ResumeproofError or OSError becomes
+    `PROG: error: ...` on stderr and exit 2, its traceback with --debug; a usage error is click's (exit 2)."""
+
+    def invoke(self, ctx: click.Context) -> NoReturn:
+        try:
+            code = super().invoke(ctx)
+        except USER_ERRORS as err:
+            if ctx.params.get("debug") or isinstance(err, BrokenPipeError):  # a closed pipe: click's own handling
+                raise
+            raise said(ctx.command_path, err) from None
+        ctx.exit(code)
 
 
 def debug_option(command: Callable[..., Any]) -> Callable[..., Any]:

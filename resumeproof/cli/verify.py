@@ -2,7 +2,6 @@
 that it resumes exactly; exit 0 passed, 1 a comparison failed, 2 could not complete."""
 
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,9 +9,17 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 
-from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, debug_option, jobs_option, parsed, prog, timeout_option
+from resumeproof.cli.common import (
+    CONTEXT,
+    DEFAULT_TRAIN_CMD,
+    Command,
+    debug_option,
+    jobs_option,
+    parsed,
+    timeout_option,
+)
 from resumeproof.common import observation, protocol
-from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
+from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, one_line
 from resumeproof.verify import settings
 from resumeproof.verify.observed import PRESETS, with_preset
 from resumeproof.verify.points import EPOCHS
@@ -32,7 +39,7 @@ NOT_OBSERVED = (
 )  # fmt: skip
 
 
-@click.command(name="verify", context_settings=CONTEXT)
+@click.command(name="verify", cls=Command, context_settings=CONTEXT)
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Directory for this verification.")
 @click.option("--steps", type=click.IntRange(min=2), default=10, show_default=True, help="N: continuous updates.")
 @click.option(
@@ -162,7 +169,7 @@ def run_verify(
     junit_xml,
     summary_md,
     debug,
-) -> None:
+) -> int:
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
 
     if observe:
@@ -188,7 +195,7 @@ def run_verify(
                 require_deterministic,
             )
         )
-        _finish(debug, junit_xml, summary_md, output, train_cmd, lambda out: observed_verification.verify(watched, out))
+        return _finish(junit_xml, summary_md, output, train_cmd, lambda out: observed_verification.verify(watched, out))
     from resumeproof.verify.plot import INSTALL, available
     from resumeproof.verify.verification import verify
 
@@ -219,7 +226,7 @@ def run_verify(
     )
     if plot and not available():
         raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
-    _finish(debug, junit_xml, summary_md, output, train_cmd, lambda out: verify(asked, out))
+    return _finish(junit_xml, summary_md, output, train_cmd, lambda out: verify(asked, out))
 
 
 def ctx_source(name: str) -> ParameterSource | None:
@@ -228,26 +235,24 @@ def ctx_source(name: str) -> ParameterSource | None:
 
 
 def _finish(
-    debug: bool,
     junit_xml: Path | None,
     summary_md: Path | None,
     output: Path,
     train_cmd: str,
     run: Callable[["Console"], Verification],
-) -> None:
-    """Run one verification, write the CI reports (also when nothing could run), print it, exit with its code."""
+) -> int:
+    """Run one verification, write the CI reports (also when nothing could run), print it; its exit code."""
     from resumeproof.verify import terminal
 
     out = terminal.console()
-    with exit_on_error(prog(), debug):
-        try:
-            result = run(out)
-        except ResumeproofError as err:  # nothing was run: the CI reports still say why
-            _ci_reports(junit_xml, summary_md, Verification(error=one_line(err), train_cmd=train_cmd), output)
-            raise
-        _ci_reports(junit_xml, summary_md, result, output)
+    try:
+        result = run(out)
+    except ResumeproofError as err:  # nothing was run: the CI reports still say why
+        _ci_reports(junit_xml, summary_md, Verification(error=one_line(err), train_cmd=train_cmd), output)
+        raise
+    _ci_reports(junit_xml, summary_md, result, output)
     terminal.print_report(out, result)
-    sys.exit(EXIT_ERROR if result.error else EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
+    return EXIT_ERROR if result.error else EXIT_PASSED if result.all_checks_passed else EXIT_FAILED
 
 
 def _observed(
