@@ -119,3 +119,19 @@ def test_no_helper_of_the_cli_exits_for_its_caller():
     """Commands return their code and raise what they cannot complete; Command alone ends the process."""
     sources = {path.name: path.read_text() for path in (REPO / "resumeproof" / "cli").glob("*.py")}
     assert sources and not [name for name, text in sources.items() if "sys.exit(" in text or "exit_on_error" in text]
+
+
+def test_check_debug_shows_the_traceback_of_a_bug_in_the_weights_only_check(tmp_path, monkeypatch):
+    import torch
+
+    from resumeproof.cli import main
+    from resumeproof.common.weights_only import unpickler
+
+    path = tmp_path / "checkpoint.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    monkeypatch.setattr(unpickler, "load", lambda *args: None.attribute)
+    quiet = CliRunner().invoke(main, ["check", str(path)])
+    shown = CliRunner().invoke(main, ["check", str(path), "--debug"])
+    said = f"{path}: internal error in the weights_only check (AttributeError); refused"
+    assert quiet.exit_code == shown.exit_code == 1 and quiet.stderr == f"{path}: refused: {said}\n"
+    assert shown.stderr.endswith(f"{said}\n") and "Traceback" in shown.stderr and "AttributeError:" in shown.stderr
