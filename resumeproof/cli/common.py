@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 import click
 
-from resumeproof.common.errors import USER_ERRORS, said
+from resumeproof.common.errors import USER_ERRORS, error_exit
 from resumeproof.verify.settings import SettingsError
 
 DEFAULT_TRAIN_CMD = shlex.join([sys.executable, "-B", "-m", "resumeproof.reference"])  # the packaged reference trainer
@@ -33,7 +33,7 @@ class Command(click.Command):
         except USER_ERRORS as err:
             if debug or isinstance(err, BrokenPipeError):  # a closed pipe: click's own handling
                 raise
-            raise said(ctx.command_path, err) from None
+            raise error_exit(ctx.command_path, err) from None
         ctx.exit(code)
 
 

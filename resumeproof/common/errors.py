@@ -33,8 +33,8 @@ def one_line(err: BaseException) -> str:
     return text or type(err).__name__
 
 
-def said(prog: str, err: BaseException) -> SystemExit:
-    """`err` said as one line on stderr; the exit (2) for the caller to raise: `raise said(prog, err) from None`."""
+def error_exit(prog: str, err: BaseException) -> SystemExit:
+    """`err` as one line on stderr; the exit (2) for the caller to raise: `raise error_exit(prog, err) from None`."""
     print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
     return SystemExit(EXIT_ERROR)
 
@@ -48,4 +48,4 @@ def exit_on_error(prog: str, debug: bool) -> Iterator[None]:
     except USER_ERRORS as err:
         if debug:
             raise
-        raise said(prog, err) from None
+        raise error_exit(prog, err) from None

@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar, cast
 import torch
 
 from resumeproof.common import protocol
-from resumeproof.common.errors import USER_ERRORS, ResumeproofError, exit_on_error, refuse_existing, said
+from resumeproof.common.errors import USER_ERRORS, ResumeproofError, error_exit, exit_on_error, refuse_existing
 from resumeproof.kit import flags, framework_checkpoint
 from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.generators import Generators
@@ -91,7 +91,7 @@ def entry(call: Entry) -> Entry:
             prog = getattr(owner if isinstance(owner, Run) else getattr(owner, "run", None), "prog", None)
             if prog is None:
                 raise
-            raise said(prog, err) from None
+            raise error_exit(prog, err) from None
 
     return cast(Entry, entered)
 
