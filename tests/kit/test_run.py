@@ -94,9 +94,9 @@ raise ValueError("the trainer's own bug")
 """
 
 
-@pytest.fixture(scope="module")
-def trainer(tmp_path_factory) -> Path:
-    script = tmp_path_factory.mktemp("trainer") / "my_train.py"
+@pytest.fixture
+def trainer(tmp_path) -> Path:
+    script = tmp_path / "my_train.py"
     script.write_text(ENDS_WITH)
     return script
 
