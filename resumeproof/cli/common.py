@@ -55,6 +55,7 @@ def _debug_log(debug: bool) -> Iterator[None]:
 
 
 def debug_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--debug`, which Command reads: a callback is given it and need not use it."""
     return click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")(command)
 
 
