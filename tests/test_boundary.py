@@ -35,6 +35,9 @@ FORBIDDEN = {
     "observe": ("resumeproof",),
 }
 MODULES = sorted(p for layer in FORBIDDEN for p in (PACKAGE / layer).rglob("*.py"))
+# layer -> what it may import under `if TYPE_CHECKING:` alone, for mypy: observe/install.py names observe/observer.py's
+# class so that mypy checks the one against the other; at run time sitecustomize loads both by their paths
+TYPING_ONLY = {"observe": ("resumeproof.observe",)}
 
 
 def imported(path: Path) -> list[tuple[str, bool]]:
@@ -50,12 +53,27 @@ def imported(path: Path) -> list[tuple[str, bool]]:
     return found
 
 
+def typing_only(path: Path) -> set[str]:
+    """The modules imported under `if TYPE_CHECKING:`: read by mypy, never imported at run time."""
+    blocks = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.If)]
+    found: set[str] = set()
+    for node in (n for b in blocks if ast.unparse(b.test) == "TYPE_CHECKING" for s in b.body for n in ast.walk(s)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return found
+
+
 @pytest.mark.parametrize("module", [p.relative_to(PACKAGE) for p in MODULES], ids=str)
 def test_each_layer_imports_only_what_lies_below_it(module: Path):
-    forbidden = FORBIDDEN[module.parts[0]]
+    forbidden, allowed = FORBIDDEN[module.parts[0]], TYPING_ONLY.get(module.parts[0], ())
+    typing = typing_only(PACKAGE / module)
     for name, at_top in imported(PACKAGE / module):
         if PACKAGE / module == TORCH_LOAD and name == "torch" and not at_top:
             continue  # --torch-load, late and explicit
+        if name in typing and any(name.startswith(f"{a}.") for a in allowed):
+            continue  # for mypy alone
         assert not any(name == f or name.startswith(f"{f}.") for f in forbidden), f"resumeproof/{module}: {name}"
 
 
@@ -64,6 +82,15 @@ def test_the_rules_catch_a_kit_module_that_imports_the_verifier(tmp_path):
     module = tmp_path / "bad.py"
     module.write_text("def f():\n    from resumeproof.verify import accept\n")
     assert ("resumeproof.verify", False) in imported(module)
+
+
+def test_only_an_import_under_type_checking_is_for_mypy_alone(tmp_path):
+    module = tmp_path / "install.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from resumeproof.observe.observer import Observer\n"
+        "def f():\n    import resumeproof.observe.block\n"
+    )
+    assert typing_only(module) == {"resumeproof.observe.observer"}  # the import in f() runs: still forbidden
 
 
 NO_TORCH = "import runpy, sys\nsys.modules['torch'] = None  # any import of torch now fails\n"

@@ -10,9 +10,10 @@ turns an outcome into an exit code.
     resumeproof export runs/long s3://bucket/long [--all]
 
 Exit codes: 0 passed, 1 a comparison failed, 2 could not complete (one line, `--debug` for the
-traceback). This package and everything the verify, chaos, fork, check and export commands import never import
-torch; `flat export` and `verify --torch-load` import it, late. One module per command (verify.py, chaos.py,
-fork.py, export.py; files.py for check and flat), what they share in common.py.
+traceback): each command returns its code or raises, and common.py's `Command` alone ends the process.
+This package and everything the verify, chaos, fork, check and export commands import never import
+torch; `flat export` and `verify --torch-load` import it, late. One module per command (verify.py,
+chaos.py, fork.py, export.py; files.py for check and flat), what they share in common.py.
 """
 
 import sys

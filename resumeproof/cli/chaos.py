@@ -2,15 +2,14 @@
 instants; exit 0 when it lost nothing, 1 when it did, 2 when the test could not complete."""
 
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, debug_option, parsed, prog
+from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, Command, debug_option, parsed
 from resumeproof.common import protocol
-from resumeproof.common.errors import EXIT_FAILED, EXIT_PASSED, exit_on_error
+from resumeproof.common.errors import EXIT_FAILED, EXIT_PASSED
 from resumeproof.verify import settings
 
 LONG_RUN = (
@@ -23,7 +22,7 @@ LONG_RUN = (
 LONG_RUN_FLAGS = " ".join(LONG_RUN)  # what a trainer under chaos accepts
 
 
-@click.command(name="chaos", context_settings=CONTEXT)
+@click.command(name="chaos", cls=Command, context_settings=CONTEXT)
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Directory for this test.")
 @click.option("--kills", type=click.IntRange(min=1), default=20, show_default=True, help="Signals to deliver.")
 @click.option("--steps", type=click.IntRange(min=2), default=30, show_default=True, help="The final global step.")
@@ -52,15 +51,15 @@ LONG_RUN_FLAGS = " ".join(LONG_RUN)  # what a trainer under chaos accepts
     help="process: signal the trainer; rank: SIGKILL one worker of a torchrun --max-restarts launch.",
 )
 @debug_option
-def run_chaos(train_cmd: str, debug: bool, **options: Any) -> None:
+def run_chaos(train_cmd: str, debug: bool, **options: Any) -> int:
     """Kill, stop and snapshot a long run at random instants; it must lose nothing."""
     from resumeproof.verify import chaos, terminal
 
     # every other option is a field of settings.ChaosSettings, under its own name
     asked = parsed(lambda: settings.ChaosSettings(train=shlex.split(settings.parse_train_cmd(train_cmd)), **options))
     out = terminal.console()
-    with exit_on_error(prog(), debug), out.status(f"chaos: {asked.kills} signals into a run of {asked.steps} steps"):
+    with out.status(f"chaos: {asked.kills} signals into a run of {asked.steps} steps"):
         result = chaos.run(asked)
     result.write(asked.output / "verification.json")
     terminal.print_chaos(out, result)
-    sys.exit(EXIT_PASSED if result.all_checks_passed else EXIT_FAILED)
+    return EXIT_PASSED if result.all_checks_passed else EXIT_FAILED

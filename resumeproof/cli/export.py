@@ -2,16 +2,14 @@
 proven, 1 a check failed (the earlier export stays current), 2 the export could not complete."""
 
 import shlex
-import sys
 from pathlib import Path
 
 import click
 
-from resumeproof.cli.common import CONTEXT, debug_option, parsed, prog, timeout_option
-from resumeproof.common.errors import exit_on_error
+from resumeproof.cli.common import CONTEXT, Command, debug_option, parsed, prog, timeout_option
 
 
-@click.command(name="export", context_settings=CONTEXT)
+@click.command(name="export", cls=Command, context_settings=CONTEXT)
 @click.argument("run", type=click.Path(path_type=Path))
 @click.argument("dest")
 @click.option("--all", "everything", is_flag=True, help="Every valid resume point (generations), not only the newest.")
@@ -22,7 +20,7 @@ from resumeproof.common.errors import exit_on_error
 )
 @timeout_option("a resuming process")
 @debug_option
-def run_export(run: Path, dest: str, everything: bool, train_cmd: str | None, timeout: float, debug: bool) -> None:
+def run_export(run: Path, dest: str, everything: bool, train_cmd: str | None, timeout: float, debug: bool) -> int:
     """Copy RUN's resume points to DEST (a folder or an fsspec URL: s3://, gs://, file://) and prove the copy.
 
     Every file is read back from DEST and checked (size, sha256), the copy passes `resumeproof check`, and one
@@ -41,7 +39,7 @@ def run_export(run: Path, dest: str, everything: bool, train_cmd: str | None, ti
         )
     )
     out = terminal.console()
-    with exit_on_error(prog(), debug), out.status(f"export: {run} to {dest}") as status:
+    with out.status(f"export: {run} to {dest}") as status:
         result, left = export(asked, lambda said: status.update(f"export: {said}"))
     print_export(out, result, left)
-    sys.exit(result.exit_code())
+    return result.exit_code()

@@ -1,17 +1,16 @@
 """`resumeproof check` and `resumeproof flat`: checkpoint files judged without loading them, and the classic flat
 file of weights and Adam moments."""
 
-import sys
 from pathlib import Path
 
 import click
 
-from resumeproof.cli.common import CONTEXT, debug_option, prog
-from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, exit_on_error
+from resumeproof.cli.common import CONTEXT, Command, debug_option
+from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED
 from resumeproof.verify.settings import Allowances
 
 
-@click.command(name="check", context_settings=CONTEXT)
+@click.command(name="check", cls=Command, context_settings=CONTEXT)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="PATH...")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of one line per path.")
 @click.option(
@@ -27,7 +26,7 @@ from resumeproof.verify.settings import Allowances
     help="In a directory, accept files matching GLOB whose kind cannot be told (repeatable).",
 )
 @debug_option
-def run_check(paths: tuple[Path, ...], as_json: bool, allow_unsafe_pickle, allow_opaque, debug: bool) -> None:
+def run_check(paths: tuple[Path, ...], as_json: bool, allow_unsafe_pickle, allow_opaque, debug: bool) -> int:
     """Check checkpoints load under weights_only, without torch and without running them.
 
     Each PATH is a file, a DCP directory or a framework's checkpoint directory; it passes when
@@ -38,8 +37,7 @@ def run_check(paths: tuple[Path, ...], as_json: bool, allow_unsafe_pickle, allow
     from resumeproof.verify.vet import Verdict, vet
 
     allow = Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque))
-    with exit_on_error(prog(), debug):
-        found = [vet(path, allow) for path in paths]
+    found = [vet(path, allow) for path in paths]
     if as_json:
         document = {
             "accepted": all(v.verdict is Verdict.ACCEPTED for v in found),
@@ -50,9 +48,7 @@ def run_check(paths: tuple[Path, ...], as_json: bool, allow_unsafe_pickle, allow
         for v in found:
             click.echo(v.line(), err=v.verdict is not Verdict.ACCEPTED)
     verdicts = {v.verdict for v in found}
-    sys.exit(
-        EXIT_ERROR if Verdict.UNREADABLE in verdicts else EXIT_FAILED if Verdict.REFUSED in verdicts else EXIT_PASSED
-    )
+    return EXIT_ERROR if Verdict.UNREADABLE in verdicts else EXIT_FAILED if Verdict.REFUSED in verdicts else EXIT_PASSED
 
 
 @click.group(context_settings=CONTEXT)
@@ -60,28 +56,27 @@ def flat() -> None:
     """The classic flat file of weights and Adam moments: export one from a checkpoint, or inspect one."""
 
 
-@flat.command(name="export", context_settings=CONTEXT)
+@flat.command(name="export", cls=Command, context_settings=CONTEXT)
 @click.argument("checkpoint", type=click.Path(path_type=Path))
 @click.argument("out", type=click.Path(path_type=Path))
 @debug_option
-def flat_export(checkpoint: Path, out: Path, debug: bool) -> None:
+def flat_export(checkpoint: Path, out: Path, debug: bool) -> int:
     """Write OUT (and OUT.sha256) from CHECKPOINT (imports torch)."""
     from resumeproof.common.flatfile import size
     from resumeproof.kit.flat import export
 
-    with exit_on_error(prog(), debug):
-        written = export(checkpoint, out)
+    written = export(checkpoint, out)
     n = len(written.weights)
     click.echo(f"{out}: step {written.step}, {n} parameters, {size(n)} bytes")
+    return EXIT_PASSED
 
 
-@flat.command(name="inspect", context_settings=CONTEXT)
+@flat.command(name="inspect", cls=Command, context_settings=CONTEXT)
 @click.argument("path", type=click.Path(path_type=Path))
 @debug_option
-def flat_inspect(path: Path, debug: bool) -> None:
+def flat_inspect(path: Path, debug: bool) -> int:
     """Print the header and sizes of a flat file, and check its length."""
     from resumeproof.common.flatfile import describe  # torch-free: inspecting needs neither torch nor the kit
 
-    with exit_on_error(prog(), debug):
-        lines = describe(path)
-    click.echo("\n".join(lines))
+    click.echo("\n".join(describe(path)))
+    return EXIT_PASSED

@@ -1,17 +1,24 @@
 """`resumeproof fork`: run two or more branches forward from one checkpoint, each with its own configuration, and say
 whether the comparison is fair and which ended lower; exit 0 fair, 1 not fair, 2 could not complete (docs/fork.md)."""
 
-import sys
 from pathlib import Path
 
 import click
 
-from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, debug_option, jobs_option, parsed, prog, timeout_option
-from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, exit_on_error
+from resumeproof.cli.common import (
+    CONTEXT,
+    DEFAULT_TRAIN_CMD,
+    Command,
+    debug_option,
+    jobs_option,
+    parsed,
+    timeout_option,
+)
+from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED
 from resumeproof.verify.fork_plan import ForkSettings, parse_branch
 
 
-@click.command(name="fork", context_settings=CONTEXT)
+@click.command(name="fork", cls=Command, context_settings=CONTEXT)
 @click.argument("checkpoint", type=click.Path(path_type=Path))
 @click.option(
     "--branch",
@@ -46,7 +53,7 @@ def run_fork(
     timeout: float,
     no_plot: bool,
     debug: bool,
-) -> None:
+) -> int:
     """Run branches forward from CHECKPOINT, each with its overrides, and prove the comparison fair."""
     from resumeproof.verify import fork, fork_report, terminal
     from resumeproof.verify.plot import INSTALL, available
@@ -66,7 +73,6 @@ def run_fork(
     if asked.plot and not available():
         raise click.UsageError(f"fork.png needs matplotlib, the 'plot' extra: {INSTALL} (or pass --no-plot)")
     out = terminal.console()
-    with exit_on_error(prog(), debug):
-        result = fork.fork(asked, out)
+    result = fork.fork(asked, out)
     fork_report.print_fork(out, result)
-    sys.exit(EXIT_ERROR if result.error else EXIT_PASSED if result.fair else EXIT_FAILED)
+    return EXIT_ERROR if result.error else EXIT_PASSED if result.fair else EXIT_FAILED

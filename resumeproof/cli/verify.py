@@ -1,15 +1,22 @@
 """`resumeproof verify` (and `python -B verify_resume.py`): run a training command as fresh processes and prove
 that it resumes exactly; exit 0 passed, 1 a comparison failed, 2 could not complete."""
 
-import sys
 from pathlib import Path
 
 import click
 from click.core import ParameterSource
 
-from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, debug_option, jobs_option, parsed, prog, timeout_option
+from resumeproof.cli.common import (
+    CONTEXT,
+    DEFAULT_TRAIN_CMD,
+    Command,
+    debug_option,
+    jobs_option,
+    parsed,
+    timeout_option,
+)
 from resumeproof.common import observation, protocol
-from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, exit_on_error, one_line
+from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, one_line
 from resumeproof.verify import settings
 from resumeproof.verify.observed import PRESETS, with_preset
 from resumeproof.verify.points import EPOCHS
@@ -24,7 +31,7 @@ NOT_OBSERVED = (
 ONLY_OBSERVED = ("checkpoint", "preset", "stop")
 
 
-@click.command(name="verify", context_settings=CONTEXT)
+@click.command(name="verify", cls=Command, context_settings=CONTEXT)
 @click.option("--output", type=click.Path(path_type=Path), required=True, help="Directory for this verification.")
 @click.option("--steps", type=click.IntRange(min=2), default=10, show_default=True, help="N: continuous updates.")
 @click.option(
@@ -154,7 +161,7 @@ def run_verify(
     junit_xml,
     summary_md,
     debug,
-) -> None:
+) -> int:
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
     wrong = [f"--{n.replace('_', '-')}" for n in (NOT_OBSERVED if observe else ONLY_OBSERVED) if _given(n)]
     if wrong:
@@ -193,7 +200,7 @@ def run_verify(
 
         if not available():
             raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
-    sys.exit(_verified(asked, debug, junit_xml, summary_md))
+    return _verified(asked, junit_xml, summary_md)
 
 
 def _given(name: str) -> bool:
@@ -201,20 +208,18 @@ def _given(name: str) -> bool:
     return click.get_current_context().get_parameter_source(name) is ParameterSource.COMMANDLINE
 
 
-def _verified(s: Settings, debug: bool, junit_xml: Path | None, summary_md: Path | None) -> int:
+def _verified(s: Settings, junit_xml: Path | None, summary_md: Path | None) -> int:
     """Run one verification, write the CI reports (also when nothing could run), print it; its exit code."""
     from resumeproof.verify import terminal
     from resumeproof.verify.verification import verify
 
     out = terminal.console()
-    with exit_on_error(prog(), debug):
-        try:
-            result = verify(s, out)
-        except ResumeproofError as err:  # nothing was run: the CI reports still say why
-            failed = Verification(error=one_line(err), train_cmd=s.train_cmd)
-            _ci_reports(junit_xml, summary_md, failed, s.output)
-            raise
-        _ci_reports(junit_xml, summary_md, result, s.output)
+    try:
+        result = verify(s, out)
+    except ResumeproofError as err:  # nothing was run: the CI reports still say why
+        _ci_reports(junit_xml, summary_md, Verification(error=one_line(err), train_cmd=s.train_cmd), s.output)
+        raise
+    _ci_reports(junit_xml, summary_md, result, s.output)
     terminal.print_report(out, result)
     return EXIT_ERROR if result.error else EXIT_PASSED if result.all_checks_passed else EXIT_FAILED
 

@@ -15,19 +15,23 @@ a lock, generations, the loss log, signals) and a torchrun group (kit.distribute
 which rank 0 owns, every rank saves into, and which gathers sharded tensors before rank 0 writes
 the summary). A part the run turns out not to have (no GradScaler, no other ranks) is withdrawn:
 `--omit` naming it is refused, and `meta.parts` leaves it out.
+
+A run `kit.start` opened ends a kit error raised through one of the kit's entry points (a Run's calls, an
+adapter's hooks: `entry`) with one line and exit 2, whoever made the call: the script or a framework's
+callback. The process's `sys.excepthook` stays the trainer's.
 """
 
+import functools
 import sys
-import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 import torch
 
 from resumeproof.common import protocol
-from resumeproof.common.errors import ResumeproofError, one_line, refuse_existing
+from resumeproof.common.errors import USER_ERRORS, ResumeproofError, error_exit, exit_on_error, refuse_existing
 from resumeproof.kit import flags, framework_checkpoint
 from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.generators import Generators
@@ -39,6 +43,7 @@ from resumeproof.kit.torch_setup import configure
 
 Save = Callable[[Path], str]  # writes a checkpoint at the path given, returns its sha256
 Pivoted = dict[str, list[float]]  # what pivot.apply_lr changed: key -> [old, new]; {} for no change
+Entry = TypeVar("Entry", bound=Callable[..., Any])
 
 
 class RunDirectory(Protocol):
@@ -73,6 +78,24 @@ class Resumed:
         return {**({"override": self.foreign} if self.foreign else {}), **({"pivot": pivoted} if pivoted else {})}
 
 
+def entry(call: Entry) -> Entry:
+    """A kit entry point: a Run's call, or an adapter's hook a framework makes (the adapter's `run` says which
+    run). On a run kit.start opened, a kit error raised through it ends the trainer with one line on stderr and
+    exit 2, as exit_on_error would around the whole script; a run built otherwise raises it to its caller."""
+
+    @functools.wraps(call)
+    def entered(owner: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(owner, *args, **kwargs)
+        except USER_ERRORS as err:
+            prog = getattr(owner if isinstance(owner, Run) else getattr(owner, "run", None), "prog", None)
+            if prog is None:
+                raise
+            raise error_exit(prog, err) from None
+
+    return cast(Entry, entered)
+
+
 @dataclass
 class Run:
     args: ProtocolArgs  # the flags; args.parts are the declared parts, less the withdrawn ones
@@ -82,6 +105,7 @@ class Run:
     history: list[dict[str, Any]] = field(default_factory=list)
     generators: Generators = field(default_factory=Generators.global_)  # peeked into next.rng by `finish`
     device: str = "cpu"  # what configure_torch set up: "cpu" or "cuda"
+    prog: str | None = None  # kit.start's runs: the script a kit error at an entry point ends; else the caller's
 
     @property
     def output(self) -> Path:
@@ -110,6 +134,7 @@ class Run:
         """This run resumes and restores `part` (`--omit` does not name it)."""
         return self.resumed is not None and part not in self.omit
 
+    @entry
     def withdraw(self, part: str, why: str) -> None:
         """This run turns out to have no `part`: `--omit` naming it is refused with `why`, meta.parts leaves it out."""
         self.args = self.args.withdrawn(part, why)
@@ -130,6 +155,7 @@ class Run:
     def done(self) -> bool:
         return len(self.history) >= self.target()
 
+    @entry
     def record(self, *, rows: Sequence[int], lr: float, loss: float, **extra: Any) -> None:
         """One update's record; call it once per optimizer step, in order."""
         if self.done():
@@ -140,6 +166,7 @@ class Run:
         """Peek these generators too (a DataLoader's, a sampler's) in `next.rng`."""
         self.generators = Generators(**{**{n: self.generators[n] for n in self.generators.names}, **named})
 
+    @entry
     def enter_loop(self, step: int, **event: object) -> None:
         """Right before the first update: the signal handlers, then loss.jsonl's start line."""
         self.directory.enter_loop(step, **event)
@@ -147,6 +174,7 @@ class Run:
     def log(self, record: dict) -> None:
         self.directory.log(record)
 
+    @entry
     def after_update(self, step: int, save: Save) -> bool:
         """A generation when one is due or asked for (SIGUSR1, SIGTERM); True when the run must stop."""
         return self.directory.after_update(step, save)
@@ -157,15 +185,18 @@ class Run:
 
     # -- the end -------------------------------------------------------------------------------------------------
 
+    @entry
     def save_final(self, save: Save) -> str:
         """OUTPUT/checkpoint.pt, written by `save`; its sha256."""
         return self.directory.finish(save)
 
+    @entry
     def write_summary(self, *, step: int, history: list, state: Any, next: dict, eval: Any, meta: Any = None) -> None:
         """summary.json, its meta saying what the flags asked (omitted and declared parts) before the caller's own."""
         described = {**self.args.meta(), **(meta or {})}
         self.directory.write_summary(step=step, history=history, state=state, next=next, eval=eval, meta=described)
 
+    @entry
     def finish(self, saved: Path | dict, *, state: Any, eval: Any, lr: float, meta: dict | None = None) -> None:
         """OUTPUT/checkpoint.pt from a framework's folder or a state dict, the history inside, then summary.json with
         the generators peeked; `lr` is the one the next update would use."""
@@ -186,9 +217,15 @@ def start(
     parts: Sequence[str], argv: Sequence[str] | None = None, threads: int = 1, float64: bool = True, device: str = "cpu"
 ) -> Run:
     """Parse the protocol's flags, refuse an existing output, set torch up for `device` ("cpu" or "cuda"), verify
-    and read back a resumed checkpoint. From here on a kit error ends the process with one line on stderr."""
+    and read back a resumed checkpoint. A kit error, here or later at the run's entry points, ends the process
+    with one line on stderr and exit 2."""
     args = flags.parse(argv, parts=parts)
-    sys.excepthook = _one_line_errors(sys.excepthook)
+    prog = Path(sys.argv[0]).name
+    with exit_on_error(prog, debug=False):
+        return _opened(args, threads, float64, device, prog)
+
+
+def _opened(args: ProtocolArgs, threads: int, float64: bool, device: str, prog: str) -> Run:
     refuse_existing(args.output)
     if float64 or device != "cpu":  # frameworks use TorchDynamo: no stand-in for it (shortcuts=False)
         dtype = torch.float64 if float64 else torch.get_default_dtype()
@@ -198,16 +235,4 @@ def start(
         state, step, history = framework_checkpoint.read(args.resume)
         resumed = Resumed(source=args.resume, state=state, omit=args.omit)
     directory = RunDir.create(args.output, args.checkpoint_every, args.keep)
-    return Run(args, directory, resumed=resumed, start_step=step, history=history, device=device)
-
-
-def _one_line_errors(previous: Any) -> Any:
-    """A kit error raised anywhere in the script (a framework's callback included) as one line on stderr."""
-
-    def hook(kind: type[BaseException], err: BaseException, trace: types.TracebackType | None) -> None:
-        if isinstance(err, ResumeproofError):
-            print(f"{Path(sys.argv[0]).name}: error: {one_line(err)}", file=sys.stderr)
-        else:
-            previous(kind, err, trace)
-
-    return hook
+    return Run(args, directory, resumed=resumed, start_step=step, history=history, device=device, prog=prog)

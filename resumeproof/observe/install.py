@@ -7,22 +7,25 @@ Every wrapper calls the original first or last exactly as it was called, and kee
 a failure inside the observer stops the recording and is written down, never raised into the trainer.
 """
 
+from __future__ import annotations  # `Observer` below is a name for mypy alone
+
 import atexit
 import contextlib
 import functools
 import random
 from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.nn.modules import module as torch_module
 from torch.optim import lr_scheduler, swa_utils
 from torch.optim import optimizer as torch_optimizer
 
-# observe/observer.py's Observer: sitecustomize loads both modules by their paths (no package import here, so
-# that a trainer without resumeproof is watched too) and hands that module to install().
-Observer = Any
+if TYPE_CHECKING:  # mypy checks this module against observe/observer.py's class. At run time nothing of the package is
+    # imported: sitecustomize loads both modules by their paths (a trainer without resumeproof is watched too) and
+    # hands observer.py to install().
+    from resumeproof.observe.observer import Observer
 
 NUMPY_RANDOM, KIT_GENERATORS = "numpy.random", "resumeproof.kit.generators"  # modules patched once imported
 
@@ -37,7 +40,7 @@ def install(
     rank = int(environ["RANK"]) if "RANK" in environ and "WORLD_SIZE" in environ else None
     stop = names.stop_asked(environ.get(names.STOP_ENV))
     values = environ.get(names.VALUES_ENV) == "1"
-    o = observer.Observer(names, fingerprint, environ[names.OBSERVE_ENV], wanted, rank, stop, values)
+    o: Observer = observer.Observer(names, fingerprint, environ[names.OBSERVE_ENV], wanted, rank, stop, values)
     torch_module.register_module_forward_pre_hook(guarded(o, o.forward_pre))
     torch_module.register_module_forward_hook(guarded(o, o.forward_post), always_call=True, with_kwargs=True)
     torch_optimizer.register_optimizer_step_pre_hook(guarded(o, o.step_pre))
@@ -60,7 +63,7 @@ def imported(o: Observer, names: ModuleType, name: str, module: ModuleType) -> N
         for function in ("set_state", "seed"):
             _after(module, function, guarded(o, lambda *a, **k: o.restored(names.GLOBAL, ["numpy"], _global(o))))
         block, rng = o.blocking
-        if rng:
+        if rng and block is not None:
             block.numpy_imported(o, module)
     elif name == KIT_GENERATORS:
         kind = module.Generators

@@ -350,6 +350,28 @@ def test_any_failure_inside_the_check_becomes_its_own_error(
     with pytest.raises(weights_only.WeightsOnlyError) as caught:
         weights_only.check(path)
     assert str(caught.value).startswith(f"{path}: ") and len(str(caught.value)) < len(str(path)) + 100
+    # The documented refusals say why; any other failure is the check's own bug, said as such, its cause kept.
+    bug = failure not in (MemoryError, RecursionError, OSError)
+    assert (weights_only.INTERNAL in str(caught.value)) == bug
+    assert isinstance(caught.value.__cause__, failure) == bug
+
+
+def test_a_bug_in_the_check_is_an_internal_error_refused_with_its_traceback_in_the_debug_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "checkpoint.pt"
+    torch.save(WEIGHTS, path)
+    weights_only.check(path)  # accepted as it is: the refusal below is the bug's alone
+
+    def broken(*args: Any) -> None:
+        return None.attribute  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(unpickler, "load", broken)
+    with caplog.at_level("DEBUG", logger="resumeproof"), pytest.raises(weights_only.WeightsOnlyError) as caught:
+        weights_only.check(path)
+    assert str(caught.value) == f"{path}: internal error in the weights_only check (AttributeError); refused"
+    (logged,) = caplog.records
+    assert logged.exc_info is not None and logged.exc_info[0] is AttributeError
 
 
 def _seconds(action: Callable[[], object]) -> float:

@@ -8,6 +8,7 @@ code from the file. docs/weights-only.md gives the rules, what each side relies 
 differential fuzzing that holds the check to torch.
 """
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ from resumeproof.common.weights_only.tensors import Storages
 from resumeproof.common.weights_only.walk import walk
 
 READ_WHOLE = 16 << 20  # files up to this size are read into memory at once; larger ones by offset
+INTERNAL = "internal error in the weights_only check"  # the check's own bug: refused all the same, said as such
+LOG = logging.getLogger(__name__)  # `--debug` shows it: the traceback of the check's own bug
 __all__ = ["Checked", "WeightsOnlyError", "check", "pickle_globals"]
 
 
@@ -58,8 +61,9 @@ def check(path: Path, data: bytes | None = None) -> Checked:
         reason = "out of memory while checking it; refused"
     except RecursionError:
         reason = "nested too deeply for the check; refused"
-    except Exception as err:  # a failure of the check itself is a refusal too, never a crash of its caller
-        reason = f"refused: the check failed with {type(err).__name__}"
+    except Exception as err:  # the check's own bug: a refusal too (fail closed), never a crash of its caller
+        LOG.debug("%s: %s", path, INTERNAL, exc_info=err)
+        raise WeightsOnlyError(one_line(f"{path}: {INTERNAL} ({type(err).__name__}); refused")) from err
     raise WeightsOnlyError(one_line(f"{path}: {reason}")) from None
 
 

@@ -31,7 +31,7 @@ from resumeproof.common import protocol
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.kit.adapters import common
 from resumeproof.kit.adapters.common import draws_from_globals, omissions_kept, restored_generators, warn
-from resumeproof.kit.run import Run
+from resumeproof.kit.run import Run, entry
 
 PARTS = common.PARTS
 RNG_FILE = "random_states_0.pkl"  # save_accelerator_state: one per process; this adapter runs one process
@@ -64,6 +64,7 @@ class Resumable:
     accelerator: Accelerator
     loader: Any  # the prepared training DataLoader
 
+    @entry
     def __post_init__(self) -> None:
         common.offer_scaler(self.run, self.scaler)
 
@@ -72,17 +73,21 @@ class Resumable:
         return self.accelerator.scaler
 
     @property
+    @entry
     def model(self) -> torch.nn.Module:
         return _one(self.accelerator._models, "model")
 
     @property
+    @entry
     def optimizer(self) -> Any:  # AcceleratedOptimizer
         return _one(self.accelerator._optimizers, "optimizer")
 
     @property
+    @entry
     def scheduler(self) -> Any:  # AcceleratedScheduler
         return _one(self.accelerator._schedulers, "scheduler")
 
+    @entry
     def load(self) -> Position:
         """Where the loop continues: load_state(run.resume) with the omitted parts left as built, then the
         generators checked against the saved file; (0, 0) for a fresh run, or when `data` is omitted."""
@@ -110,6 +115,7 @@ class Resumable:
         epoch, batch = divmod(self.run.start_step, len(self.loader))
         return Position(epoch=epoch, batch=batch)
 
+    @entry
     def finish(self, *, eval: Any, meta: dict[str, Any] | None = None) -> None:
         """save_state into a scratch folder, which becomes OUTPUT/checkpoint.pt/, and the summary."""
         folder = self.run.scratch / f"step_{len(self.run.history)}"

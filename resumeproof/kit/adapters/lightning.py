@@ -30,7 +30,7 @@ from resumeproof.common.errors import ResumeproofError
 from resumeproof.kit.adapters import common
 from resumeproof.kit.adapters.common import restored_generators, warn
 from resumeproof.kit.generators import Generators
-from resumeproof.kit.run import Run
+from resumeproof.kit.run import Run, entry
 
 PARTS = common.PARTS
 LEGACY_SCALER_KEY = "native_amp_scaling_state"  # where checkpoints of old Lightning releases keep the scaler
@@ -46,6 +46,7 @@ class GlobalRngState(pl.Callback):
     def state_dict(self) -> dict[str, Any]:
         return Generators.global_().state()  # ints, lists and a tensor: the checkpoint stays weights_only
 
+    @entry
     def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
         """Lightning skips a callback whose state the checkpoint lacks, without a word: refuse instead."""
         if self.state_key not in checkpoint.get("callbacks", {}) and restored_generators(self.run):
@@ -114,6 +115,7 @@ class ProtocolCallback(pl.Callback):
         self._loaded: dict[str, Any] | None = None
 
     @property
+    @entry
     def ckpt_path(self) -> Path | None:
         """The .ckpt file inside the verified checkpoint folder, for `fit(ckpt_path=...)`; None for a fresh run."""
         if self.run.resume is None:
@@ -129,6 +131,7 @@ class ProtocolCallback(pl.Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.epoch_starts = state_dict["epoch_starts"]
 
+    @entry
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if trainer.accumulate_grad_batches != 1:
             raise ResumeproofError("accumulate_grad_batches must be 1: the protocol records one update per batch")
@@ -136,6 +139,7 @@ class ProtocolCallback(pl.Callback):
         if protocol.MODEL in self.run.omit:  # as built, before Lightning restores the checkpoint into it
             self._fresh_model = copy.deepcopy(pl_module.state_dict())
 
+    @entry
     def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict) -> None:
         if not any(isinstance(callback, GlobalRngState) for callback in getattr(trainer, "callbacks", [])):
             warn("Lightning saves no random generator (L1): add kit.adapters.lightning.GlobalRngState (docs/audit.md)")
@@ -170,6 +174,7 @@ class ProtocolCallback(pl.Callback):
                 "with a fresh scaler, and Lightning says nothing"
             )
 
+    @entry
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._loaded is None:
             return
@@ -201,6 +206,7 @@ class ProtocolCallback(pl.Callback):
         rows, lr = self._pending
         self.run.record(rows=rows, lr=lr, loss=float(loss))
 
+    @entry
     def finish(self, trainer: pl.Trainer, *, eval: Any, meta: dict[str, Any] | None = None) -> None:
         """The ModelCheckpoint folder (one .ckpt: save_top_k=1) becomes OUTPUT/checkpoint.pt/, then the summary."""
         saver = trainer.checkpoint_callback

@@ -24,7 +24,7 @@ from resumeproof.common import protocol
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.kit.adapters import common
 from resumeproof.kit.adapters.common import draws_from_globals, omissions_kept, restored_generators, warn
-from resumeproof.kit.run import Run
+from resumeproof.kit.run import Run, entry
 
 PARTS = common.PARTS
 RNG_FILE = "rng_state.pth"  # Trainer._save_rng_state, one process
@@ -43,6 +43,7 @@ class _SaveAtLastStep(TrainerCallback):
 class ProtocolTrainer(Trainer):
     """A Trainer that speaks the protocol for `run`; every other argument is the Trainer's."""
 
+    @entry
     def __init__(self, run: Run, *args: Any, rows_key: str = "idx", **kwargs: Any) -> None:
         kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), _SaveAtLastStep()]
         super().__init__(*args, **kwargs)
@@ -52,6 +53,7 @@ class ProtocolTrainer(Trainer):
         if protocol.DATA in run.omit:  # the Trainer's own switch for not fast-forwarding to the saved position
             self.args.ignore_data_skip = True
 
+    @entry
     def training_step(self, model: torch.nn.Module, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
         """The Trainer's step, recorded: the row ids leave the batch before the model sees it."""
         rows = inputs.pop(self.rows_key)
@@ -60,6 +62,7 @@ class ProtocolTrainer(Trainer):
         self.run.record(rows=rows.tolist(), lr=lr, loss=loss.item())
         return loss
 
+    @entry
     def finish(self, *, eval: Any, meta: dict[str, Any] | None = None) -> None:
         """checkpoint-N, written by the Trainer at the last step, becomes OUTPUT/checkpoint.pt/; then the summary."""
         folder = Path(str(self.args.output_dir)) / f"checkpoint-{self.state.global_step}"
@@ -75,15 +78,18 @@ class ProtocolTrainer(Trainer):
             state[protocol.SCALER] = scaler.state_dict()
         self.run.finish(folder, state=state, eval=eval, lr=optimizer.param_groups[0]["lr"], meta=meta)
 
+    @entry
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
         self._warn_inexact()
         if protocol.MODEL not in self.run.omit:
             super()._load_from_checkpoint(resume_from_checkpoint, model)
 
+    @entry
     def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
         with omissions_kept(self.run, optimizer=self.optimizer, scheduler=self.lr_scheduler):
             super()._load_optimizer_and_scheduler(checkpoint)
 
+    @entry
     def _load_rng_state(self, checkpoint: str | None) -> None:
         """The Trainer's restore, refusing the missing file it would skip with an INFO line."""
         if checkpoint is not None and restored_generators(self.run) and not (Path(checkpoint) / RNG_FILE).is_file():
@@ -94,6 +100,7 @@ class ProtocolTrainer(Trainer):
         with omissions_kept(self.run):
             super()._load_rng_state(checkpoint)
 
+    @entry
     def _load_scaler(self, checkpoint: str | None) -> None:
         """The Trainer's restore, refusing the missing file it would skip without a word, and the file it would
         load into a GradScaler it does not have; an omitted scaler stays as built."""

@@ -5,7 +5,7 @@ The same calls as Single (single.py), so that a trainer reads the same under bot
     par = kit.distributed.parallel(world, options, batch)
     par.prepare(model)                          # DDP or FSDP2, before the optimizer is built
     run = par.open_run(args, opts)              # a DCP checkpoint, or one process's file: checked, not restored
-    par.set_state_dict(model, optimizer, ...)   # DCP's set_state_dict: each rank's shards in place
+    par.set_state_dict(model, optimizer, ...)   # DCP's set_state_dict: each rank's shards in place (Group.load)
     for rows in par.shards(): ...               # this rank's rows of the global batch
     par.save(path, checkpoint)                  # the trainer's dict, as DCP keys: every rank; rank 0 commits
     run.write_summary(...)                      # the shared run directory: full tensors gathered, rank 0 writes
@@ -61,15 +61,14 @@ class Group(Parallel):
     def get_state_dict(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
         return state.state_dicts(model, optimizer)
 
-    def set_state_dict(
+    def load(
         self,
         model: nn.Module,
         optimizer: torch.optim.Optimizer,
-        *,
         model_state_dict: dict | None,
         optim_state_dict: dict | None,
     ) -> None:
-        state.set_state_dicts(model, optimizer, model_state_dict, optim_state_dict)
+        state.load_state_dicts(model, optimizer, model_state_dict, optim_state_dict)
 
     def open_run(self, args: ProtocolArgs, options: resume.Options) -> Run:
         """Where this group continues from: fresh, --resume DIR or --resume auto; loaded and checked, not restored."""
@@ -106,7 +105,7 @@ class Group(Parallel):
         """A single process's checkpoint file, read by every rank: each checks the sha256 of the very bytes it
         unpickles (weights_only) and validates them, a refusal anywhere is every rank's, and the ranks compare
         digests, so that none resumes other bytes than rank 0 (a file replaced meanwhile, a node's own copy).
-        The optimizer state goes by parameter name; the full tensors are sharded by set_state_dicts."""
+        The optimizer state goes by parameter name; the full tensors are sharded by load_state_dicts."""
 
         def read() -> tuple[dict[str, Any], list[str], str]:
             found, digest = read_checkpoint(source)

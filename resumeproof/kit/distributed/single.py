@@ -20,12 +20,11 @@ from resumeproof.kit.distributed.options import refuse_other_kind_in_place
 from resumeproof.kit.distributed.parallel import Parallel
 from resumeproof.kit.flags import ProtocolArgs
 from resumeproof.kit.run import Run
-from resumeproof.kit.state_dicts import PlainStateDicts
 
 ALONE = "a single process has no other ranks"
 
 
-class Single(PlainStateDicts, Parallel):
+class Single(Parallel):
     """The whole batch in one forward and backward pass; a checkpoint file; the summary written directly."""
 
     def __init__(self) -> None:

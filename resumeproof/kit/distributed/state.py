@@ -17,7 +17,7 @@ arbitrary copy of a key several ranks save, and would hide a rank that drifted.
 and in the layout's form (optimizer state by parameter index) for layout.validate: a load is held to
 the same checks as a file checkpoint's. It runs on every rank, or in one process without a process
 group, which resumes the layout's form with load_state_dict. The other way, `by_name` puts a single
-process's file in the trainer's form for a group, and `set_state_dicts` shards its full tensors.
+process's file in the trainer's form for a group, and `load_state_dicts` shards its full tensors.
 Importing this module is cheap: DCP loads inside the functions that call it, so that a single
 process can name this file in its code identity.
 """
@@ -61,7 +61,7 @@ def state_dicts(model: nn.Module, optimizer: torch.optim.Optimizer, shapes: bool
     return dict(model_state), dict(optim)
 
 
-def set_state_dicts(
+def load_state_dicts(
     model: nn.Module, optimizer: torch.optim.Optimizer, model_state_dict: dict | None, optim_state_dict: dict | None
 ) -> None:
     """What state_dicts (or load, or by_name) gave, put back through DCP's set_state_dict; None leaves a part as

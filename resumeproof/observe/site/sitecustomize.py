@@ -7,6 +7,8 @@ imports torch is never touched. Every module it loads is loaded by its path unde
 own resumeproof (of any version, or none) is left as it is. It never raises into the trainer.
 """
 
+from __future__ import annotations  # `Observer` below is a name for mypy alone
+
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -14,7 +16,10 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for mypy alone: at run time observer.py is loaded by its path, as every module below
+    from resumeproof.observe.observer import Observer
 
 HERE = Path(__file__).resolve().parent
 OBSERVE = HERE.parent  # resumeproof/observe/
@@ -44,7 +49,9 @@ class _Watcher(importlib.abc.MetaPathFinder):
     """Calls `imported(name, module)` once each watched module has run, whoever imports it."""
 
     def __init__(self) -> None:
-        self.observer: Any = None
+        self.observer: Observer | None = None
+        self.installer: ModuleType  # observe/install.py and common/observation.py: set with the observer
+        self.names: ModuleType
         self.early: dict[str, ModuleType] = {}  # watched modules imported before torch: patched once it is
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
