@@ -5,8 +5,9 @@ steps; these tests run the documented path and the user-level fix of each exampl
 (mid-epoch) and 6 (the epoch boundary), and require the audit's verdict, first mismatch and
 diagnosis at each, and the exit code they imply. A row the audit finds the same at every point (exact
 everywhere, or failing everywhere in the same field with the same part lost) runs at k = 3 alone: each
-framework process starts in seconds, and the boundary is tried where the audit found it differs. The frameworks are in the `dev` extra: these tests never skip. The minimal loop
-of docs/kit.md (examples/minimal_loop.py) passes the verifier too, and the page shows it word for word.
+framework process starts in seconds, and the boundary is tried where the audit found it differs. The
+frameworks are in the `dev` extra: these tests never skip. The minimal loop of docs/kit.md
+(examples/minimal_loop.py) passes the verifier too, and the page shows it word for word.
 """
 
 import ast
