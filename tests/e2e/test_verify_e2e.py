@@ -214,7 +214,7 @@ def test_failed_trajectory_stops_verification(tmp_path, train_cmd, extra, messag
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert message.format(out=out) in doc["error"]
-    assert in_stderr(f"could not complete: {doc['error']}", proc.stderr)
+    assert f"could not complete: {doc['error']}" in proc.stderr.splitlines()  # one line, though stderr is piped
     assert doc["all_checks_passed"] is False
     assert doc["comparison"] == {}
     # nothing that needs the refused interrupted checkpoint is run
@@ -280,12 +280,6 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def test_error_is_printed_on_one_line_when_stderr_is_piped(tmp_path):
-    proc, _, doc = verify(tmp_path / "run", *SMALL, "--train-cmd", "no-such-trainer-xyz")
-    assert proc.returncode == 2, proc.stderr
-    assert f"could not complete: {doc['error']}" in proc.stderr.splitlines()
 
 
 def test_existing_output_is_refused_and_left_untouched(tmp_path):
