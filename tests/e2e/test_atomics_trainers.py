@@ -59,10 +59,9 @@ def test_the_kit_trainer_with_atomics_passes_within_its_spread_and_every_part_om
 @pytest.mark.parametrize(
     ("bug", "lost"),
     [
-        ("optimizer", {"optimizer"}),
-        ("scheduler", {"scheduler"}),
-        ("scaler", {"scaler"}),
-        ("ema", {"ema"}),
+        # optimizer and scaler: their bug is --omit's (the part not loaded), named in the --faults all test above
+        ("scheduler", {"scheduler"}),  # built again after the optimizer's load: not what --omit does
+        ("ema", {"ema"}),  # a fresh average of the restored weights: not what --omit does
         ("rng", {"rng-torch"}),  # at k = 3, mid-epoch, the data generator is where a fresh start leaves it
         ("data", {"data"}),
     ],

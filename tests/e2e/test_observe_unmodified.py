@@ -10,11 +10,10 @@ script that differs from itself is judged by its restore and its measured spread
 import shlex
 import sys
 
-import pytest
-
 from tests.helpers import EXAMPLES, TORCHRUN, verification
 
-pytestmark = pytest.mark.xdist_group("observe-unmodified")
+# No xdist_group: no fixture is shared, each test runs its own verification, and the two workers share them out.
+
 PY = shlex.quote(sys.executable)
 NANOGPT = (
     f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'nanogpt_style.py'))} --max-iters {{steps}} --out-dir {{run}}"
