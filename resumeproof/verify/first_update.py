@@ -18,6 +18,7 @@ from resumeproof.common.protocol import (
     OPTIMIZER,
     OTHER_RANKS_DATA,
     OTHER_RANKS_RNG,
+    PROGRESS,
     SCALER,
     SCHEDULER,
     generator_of,
@@ -70,7 +71,11 @@ def _parts(parts: tuple[str, ...], others: bool) -> Callable[[str], str | None]:
 
     def named(concept: str) -> str | None:
         local = OTHER_RANKS_DATA if concept == DATA else OTHER_RANKS_RNG if generator_of(concept) else None
-        return local if others and local in parts else part_for(concept, parts)
+        if others and local in parts:
+            return local
+        # What the observer saw differ is named in the protocol's word where the trainer declares no part of its kind:
+        # the evidence shows the part exists (a GradScaler, an EMA, CUDA's generator), declared or not.
+        return part_for(concept, parts) or concept
 
     return named
 
@@ -114,6 +119,9 @@ def _batch(u: Update) -> Found | None:
     it (a DataLoader's own torch.Generator) and it is no batch the continuous run took: then the evidence cannot
     tell which."""
     found = _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u)
+    if found is not None and u.replayed == 1:
+        why = "the resumed run replays the run from its start: its data order was rebuilt or re-seeded, not restored"
+        return Found(f"the batch differs: it is {u.reference}'s batch of update 1", DATA, why)
     if found is not None and u.replayed is not None:
         return Found(f"the batch differs: it is {u.reference}'s batch of update {u.replayed}", DATA)
     if found is None or not u.unseen:
@@ -127,8 +135,9 @@ def _loss(u: Update) -> Found | None:
         return None
     values = f"{u.get('first', o.LOSS, o.VALUE)} vs {u.get('then', o.LOSS, o.VALUE)}"
     why = (
-        "the same batch, model and generators give another loss: a generator the observer cannot see (a "
-        "torch.Generator of the trainer's own) or state that acts in the forward pass was not restored"
+        "the same parameters, batch and generators give another loss: state outside the state_dict (a Python "
+        "attribute, a non-persistent buffer) or a generator the observer cannot see (a torch.Generator of the "
+        "trainer's own) was not restored"
     )
     return Found(f"the loss differs ({values})", None, why)
 
@@ -150,13 +159,25 @@ def _scaled(a: Any, b: Any) -> str:
 
 
 def _groups(u: Update) -> Found | None:
+    """The param groups' hyper-parameters differ where every input before them (the optimizer's per-parameter state,
+    every LR scheduler's) is the same. `Optimizer.load_state_dict` restores the state and the groups together, so
+    with a state to show it: the schedule (a scheduler made or stepped after the load), or the counter an lr is
+    computed from (no scheduler). A stateless optimizer (SGD without momentum) shows nothing: the groups may be
+    its own, unrestored, as well."""
     a, b = (value or [] for value in u.pair(o.STEP, o.GROUPS))
     if a == b:
         return None
     pairs = [(key, x.get(key), y.get(key)) for x, y in zip(a, b, strict=False) for key in x if x.get(key) != y.get(key)]
-    said = ", ".join(f"{key} {new} vs {old}" for key, old, new in pairs[:2]) or "differ"
-    why = "every LR scheduler's state is the same: the optimizer's param groups were rebuilt or overwritten"
-    return Found(f"the optimizer's hyper-parameters: {said}", OPTIMIZER, why)
+    said = "the optimizer's hyper-parameters: " + (
+        ", ".join(f"{k} {new} vs {old}" for k, old, new in pairs[:2]) or "differ"
+    )
+    if not any(u.pair(o.STEP, o.OPTIMIZER)):  # no per-parameter state to tell a restored optimizer by
+        return Found(said, None, "the optimizer holds no state: its param groups, or the schedule, were not restored")
+    if any(u.pair(o.STEP, o.SCHEDULERS)):
+        why = "the optimizer's state and every LR scheduler's are the same: the schedule was applied otherwise"
+        return Found(said, SCHEDULER, why)
+    why = "the optimizer's state is the same and no LR scheduler exists: the counter the lr is computed from restarted"
+    return Found(said, PROGRESS, why)
 
 
 def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: int) -> int | None:

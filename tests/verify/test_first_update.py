@@ -107,9 +107,26 @@ def test_each_input_names_its_own_part_in_the_order_the_update_consumes_it():
         assert d is not None and d.lost == (part,), (part, d)
 
 
-def test_an_lr_overwritten_while_every_scheduler_is_the_same_is_the_optimizers():
+def test_an_lr_that_alone_differs_is_the_schedule_or_the_counter_it_is_computed_from_never_the_optimizer():
+    """The optimizer's state and groups are restored together: with its state the same, another lr is the schedule
+    (a scheduler made or stepped after the load), or with no scheduler the counter the lr is computed from."""
     d = diagnose(update(step__groups=[{"lr": 0.3}]))
-    assert d is not None and d.lost == ("optimizer",) and "lr 0.3 vs 0.1" in d.explanation
+    assert d is not None and d.lost == ("scheduler",) and "lr 0.3 vs 0.1" in d.explanation
+    no_scheduler = {"step__schedulers": []}
+    d = diagnose(update(step__groups=[{"lr": 0.3}], **no_scheduler), then=update(**no_scheduler))
+    assert d is not None and d.lost == ("progress",) and "counter the lr is computed from" in d.explanation
+    stateless = {"step__schedulers": [], "step__optimizer": {}}  # SGD without momentum: nothing tells it restored
+    d = diagnose(update(step__groups=[{"lr": 0.3}], **stateless), then=update(**stateless))
+    assert d is not None and d.lost == () and "holds no state" in d.explanation
+
+
+def test_a_part_the_trainer_does_not_declare_is_named_in_the_protocols_word_where_the_observer_saw_it():
+    """Declared parts name what they can (`amp` is a GradScaler's); the rest is still named, never dropped."""
+    lost = update(step__scalers=[{"scale": 2.0, "growth_tracker": 0}])
+    assert diagnose(lost, parts=("net", "opt")).lost == ("scaler",)
+    assert diagnose(lost, parts=("net", "opt", "amp")).lost == ("amp",)
+    ema = update(step__averaged=[{"Net": "other"}])
+    assert diagnose(ema, then=update(step__averaged=[{"Net": "e"}]), parts=("net", "opt")).lost == ("ema",)
 
 
 def test_another_loss_from_the_same_inputs_names_no_part():
