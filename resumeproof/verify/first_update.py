@@ -70,9 +70,24 @@ def _parts(parts: tuple[str, ...], others: bool) -> Callable[[str], str | None]:
 
     def named(concept: str) -> str | None:
         local = OTHER_RANKS_DATA if concept == DATA else OTHER_RANKS_RNG if generator_of(concept) else None
-        return local if others and local in parts else part_for(concept, parts)
+        return local if others and local in parts else own_part(concept, parts)
 
     return named
+
+
+# The parts the observer recognises by their class, whatever the trainer calls them: named in the protocol's
+# words where the trainer declares no part of that kind (a trainer with no meta.parts, or a script under --observe).
+RECOGNISED = frozenset((SCALER, EMA, OPTIMIZER, SCHEDULER))
+
+
+def own_part(concept: str, parts: tuple[str, ...]) -> str | None:
+    """The declared part a concept names; else, for a part the observer saw by its class (a GradScaler, an averaged
+    model, a generator, an optimizer, an LR scheduler), the protocol's own name, unless the trainer declares parts
+    of that kind and none of them is the one (two EMAs: which one the evidence cannot tell)."""
+    found = part_for(concept, parts)
+    if found is not None or not (concept in RECOGNISED or generator_of(concept)):
+        return found
+    return None if any(part_for(p, (concept,)) == concept for p in parts) else concept
 
 
 def _moment(moment: str, key: str, what: str, concept: str | None, why: str = "") -> Callable[[Update], Found | None]:

@@ -1,0 +1,45 @@
+"""A part the observer recognised by its class (a GradScaler, an averaged model, a generator, an optimizer, an LR
+scheduler) is named in the protocol's words where the trainer declares no part of that kind; a declared part of that
+kind keeps its own name, and two of one kind name neither."""
+
+from resumeproof.common import observation as o
+from resumeproof.common.protocol import STANDARD_PARTS
+from resumeproof.verify.first_update import own_part
+from tests.verify.test_first_update import diagnose, update
+
+EMA_STATE = [{"Sequential": "e0"}]
+
+
+def step(**changes):
+    found = update()[o.STEP] | {o.AVERAGED: EMA_STATE}
+    return found | changes
+
+
+def test_a_lost_gradscaler_is_named_scaler_where_the_trainer_declares_the_standard_parts_only():
+    first = update(step__scalers=[{"scale": 2.0, "growth_tracker": 0}], loss__scale=2.0)
+    d = diagnose(first, parts=STANDARD_PARTS)
+    assert d is not None and d.lost == ("scaler",), d
+
+
+def test_a_lost_ema_is_named_ema_where_no_part_is_declared_of_its_kind():
+    then, first = update(), update()
+    then[o.STEP], first[o.STEP] = step(), step(**{o.AVERAGED: [{"Sequential": "e9"}]})
+    d = diagnose(first, then=then, parts=STANDARD_PARTS)
+    assert d is not None and d.lost == ("ema",) and "averaged model" in d.explanation
+
+
+def test_a_declared_name_of_the_same_kind_wins():
+    then, first = update(), update()
+    then[o.STEP], first[o.STEP] = step(), step(**{o.AVERAGED: [{"Sequential": "e9"}]})
+    d = diagnose(first, then=then, parts=(*STANDARD_PARTS, "teacher"))
+    assert d is not None and d.lost == ("teacher",)
+
+
+def test_two_declared_parts_of_one_kind_name_neither_nor_the_protocols_own():
+    assert own_part("ema", ("model", "teacher", "swa")) is None
+    assert own_part("scaler", ("model",)) == "scaler"
+    assert own_part("rng-cuda", STANDARD_PARTS) == "rng-cuda"
+
+
+def test_a_concept_the_observer_does_not_recognise_by_its_class_is_not_invented():
+    assert own_part("progress", ("model", "optimizer")) is None
