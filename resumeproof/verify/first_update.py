@@ -18,6 +18,7 @@ from resumeproof.common.protocol import (
     OPTIMIZER,
     OTHER_RANKS_DATA,
     OTHER_RANKS_RNG,
+    PROGRESS,
     SCALER,
     SCHEDULER,
     generator_of,
@@ -75,9 +76,9 @@ def _parts(parts: tuple[str, ...], others: bool) -> Callable[[str], str | None]:
     return named
 
 
-# The parts the observer recognises by their class, whatever the trainer calls them: named in the protocol's
-# words where the trainer declares no part of that kind (a trainer with no meta.parts, or a script under --observe).
-RECOGNISED = frozenset((SCALER, EMA, OPTIMIZER, SCHEDULER))
+# The parts the observer recognises by their class (and the progress counter an lr alone shows), whatever the trainer
+# calls them: named in the protocol's words where it declares no part of that kind (no meta.parts, or --observe).
+RECOGNISED = frozenset((SCALER, EMA, OPTIMIZER, SCHEDULER, PROGRESS))
 
 
 def own_part(concept: str, parts: tuple[str, ...]) -> str | None:
@@ -165,13 +166,35 @@ def _scaled(a: Any, b: Any) -> str:
 
 
 def _groups(u: Update) -> Found | None:
+    """The param groups' hyper-parameters, where the optimizer's per-parameter state and every LR scheduler's are
+    the same (checked before): `Optimizer.load_state_dict` restores state and groups together, so an optimizer whose
+    state came back had its groups back too, and another lr is the schedule's (a scheduler made or stepped after the
+    load) or, with no scheduler, the counter the trainer computes it from. An optimizer with no state (SGD without
+    momentum) cannot show it was restored: then the evidence names nothing."""
     a, b = (value or [] for value in u.pair(o.STEP, o.GROUPS))
     if a == b:
         return None
     pairs = [(key, x.get(key), y.get(key)) for x, y in zip(a, b, strict=False) for key in x if x.get(key) != y.get(key)]
-    said = ", ".join(f"{key} {new} vs {old}" for key, old, new in pairs[:2]) or "differ"
-    why = "every LR scheduler's state is the same: the optimizer's param groups were rebuilt or overwritten"
-    return Found(f"the optimizer's hyper-parameters: {said}", OPTIMIZER, why)
+    how = ", ".join(f"{key} {new} vs {old}" for key, old, new in pairs[:2]) or "differ"
+    said = f"the optimizer's hyper-parameters: {how}"
+    if not _holds_state(u.pair(o.STEP, o.OPTIMIZER)[0]):
+        return Found(said, None, "the optimizer holds no state: its param groups, or the schedule, were not restored")
+    if any(u.pair(o.STEP, o.SCHEDULERS)):
+        return Found(said, SCHEDULER, "the optimizer's state and every LR scheduler's are the same: " + _SCHEDULE)
+    return Found(said, PROGRESS, "the optimizer's state is the same and there is no LR scheduler: " + _COUNTER)
+
+
+_SCHEDULE = "the schedule was applied otherwise (a scheduler made or stepped after the optimizer's load)"
+_COUNTER = "the learning rate is recomputed from a counter that restarted"
+
+
+def _holds_state(state: Any) -> bool:
+    """Whether the observer's record of the optimizer's per-parameter state holds any (a digest, or a map of them)."""
+    if isinstance(state, dict):
+        return any(_holds_state(value) for value in state.values())
+    if isinstance(state, list):
+        return any(_holds_state(value) for value in state)
+    return bool(state)
 
 
 def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: int) -> int | None:

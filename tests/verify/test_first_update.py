@@ -107,9 +107,20 @@ def test_each_input_names_its_own_part_in_the_order_the_update_consumes_it():
         assert d is not None and d.lost == (part,), (part, d)
 
 
-def test_an_lr_overwritten_while_every_scheduler_is_the_same_is_the_optimizers():
+def test_an_lr_that_alone_differs_is_the_schedules_or_the_counters_never_the_optimizers():
+    """The optimizer's state and groups come back together: with its state the same, another lr is the schedule (a
+    scheduler made or stepped after the load), or with no scheduler the counter the lr is computed from."""
     d = diagnose(update(step__groups=[{"lr": 0.3}]))
-    assert d is not None and d.lost == ("optimizer",) and "lr 0.3 vs 0.1" in d.explanation
+    assert d is not None and d.lost == ("scheduler",) and "lr 0.3 vs 0.1" in d.explanation
+    none = {"step__schedulers": []}
+    d = diagnose(update(step__groups=[{"lr": 0.3}], **none), then=update(**none))
+    assert d is not None and d.lost == ("progress",) and "recomputed from a counter that restarted" in d.explanation
+
+
+def test_an_lr_that_differs_with_an_optimizer_holding_no_state_names_nothing():
+    stateless = {"step__schedulers": [], "step__optimizer": {}}  # SGD without momentum: nothing shows it restored
+    d = diagnose(update(step__groups=[{"lr": 0.3}], **stateless), then=update(**stateless))
+    assert d is not None and d.lost == () and "holds no state" in d.explanation
 
 
 def test_another_loss_from_the_same_inputs_names_no_part():

@@ -42,4 +42,4 @@ def test_two_declared_parts_of_one_kind_name_neither_nor_the_protocols_own():
 
 
 def test_a_concept_the_observer_does_not_recognise_by_its_class_is_not_invented():
-    assert own_part("progress", ("model", "optimizer")) is None
+    assert own_part("data", ("net", "opt")) is None
