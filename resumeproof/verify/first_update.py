@@ -65,6 +65,33 @@ def diagnose(
     return None
 
 
+# The state the observer records entering an update, by the part it is: equal in both runs, that part was restored.
+_STATE_OF = (
+    (o.FORWARD, o.MODEL, MODEL),
+    (o.STEP, o.OPTIMIZER, OPTIMIZER),
+    (o.STEP, o.SCHEDULERS, SCHEDULER),
+    (o.STEP, o.SCALERS, SCALER),
+    (o.STEP, o.AVERAGED, EMA),
+)
+
+
+def restored(continuous: Observed, resumed: Observed, k: int, parts: tuple[str, ...]) -> frozenset[str]:
+    """The parts whose state entering the first resumed update equals update k+1's on every rank: restored, so no
+    rule on the summaries may name them (an optimizer counter that restarts later is an effect, not the cause)."""
+    if not continuous or set(continuous) != set(resumed):
+        return frozenset()
+    found = set()
+    for moment, key, concept in _STATE_OF:
+        pairs = [(_state(continuous[r].at(k + 1), moment, key), _state(resumed[r].at(1), moment, key)) for r in resumed]
+        if all(a and a == b for a, b in pairs) and (name := own_part(concept, parts)):
+            found.add(name)
+    return frozenset(found)
+
+
+def _state(update: dict[str, Any] | None, moment: str, key: str) -> Any:
+    return ((update or {}).get(moment) or {}).get(key)
+
+
 def _parts(parts: tuple[str, ...], others: bool) -> Callable[[str], str | None]:
     """The declared part a concept names: under torchrun, where only the other ranks than 0 differ, the
     rank-local part (`other-ranks.data`, `other-ranks.rng`) where the trainer declares it."""
@@ -143,8 +170,9 @@ def _loss(u: Update) -> Found | None:
         return None
     values = f"{u.get('first', o.LOSS, o.VALUE)} vs {u.get('then', o.LOSS, o.VALUE)}"
     why = (
-        "the same batch, model and generators give another loss: a generator the observer cannot see (a "
-        "torch.Generator of the trainer's own) or state that acts in the forward pass was not restored"
+        "the same parameters, batch and generators give another loss: state outside the state_dict (a Python "
+        "attribute, a non-persistent buffer) or a generator the observer cannot see (a torch.Generator of the "
+        "trainer's own) was not restored"
     )
     return Found(f"the loss differs ({values})", None, why)
 

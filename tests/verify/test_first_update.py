@@ -126,6 +126,7 @@ def test_an_lr_that_differs_with_an_optimizer_holding_no_state_names_nothing():
 def test_another_loss_from_the_same_inputs_names_no_part():
     d = diagnose(update(loss__digest="other", loss__value=0.7))
     assert d is not None and d.lost == () and "0.7 vs 0.5" in d.explanation
+    assert "state outside the state_dict (a Python attribute, a non-persistent buffer)" in d.explanation
 
 
 def test_the_trainers_own_name_for_the_part_is_the_one_named():

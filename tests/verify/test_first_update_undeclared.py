@@ -4,8 +4,8 @@ kind keeps its own name, and two of one kind name neither."""
 
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import STANDARD_PARTS
-from resumeproof.verify.first_update import own_part
-from tests.verify.test_first_update import diagnose, update
+from resumeproof.verify.first_update import own_part, restored
+from tests.verify.test_first_update import diagnose, observed, update
 
 EMA_STATE = [{"Sequential": "e0"}]
 
@@ -43,3 +43,14 @@ def test_two_declared_parts_of_one_kind_name_neither_nor_the_protocols_own():
 
 def test_a_concept_the_observer_does_not_recognise_by_its_class_is_not_invented():
     assert own_part("data", ("net", "opt")) is None
+
+
+def test_the_parts_whose_state_enters_the_first_resumed_update_the_same_are_restored():
+    then = update()
+    then[o.STEP] = step()
+    first = update(loss__digest="other")
+    first[o.STEP] = step(**{o.SCALERS: [{"scale": 2.0, "growth_tracker": 0}]})
+    continuous, resumed = observed({6: then}), observed({1: first})
+    found = restored(continuous, resumed, 5, STANDARD_PARTS)
+    assert found == {"model", "optimizer", "scheduler", "ema"}  # the GradScaler's state differs: not restored
+    assert restored(continuous, observed({1: first}, rank=0), 5, STANDARD_PARTS) == frozenset()  # other ranks
