@@ -157,11 +157,19 @@ def _batch(u: Update) -> Found | None:
     it (a DataLoader's own torch.Generator) and it is no batch the continuous run took: then the evidence cannot
     tell which."""
     found = _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u)
+    if found is not None and u.replayed == 1:
+        return Found(f"the batch differs: it is {u.reference}'s batch of update 1", DATA, _REPLAY)
     if found is not None and u.replayed is not None:
         return Found(f"the batch differs: it is {u.reference}'s batch of update {u.replayed}", DATA)
     if found is None or not u.unseen:
         return found
     return Found(found.said, None, f"the data position, or {', '.join(u.unseen)} (unseen by the observer), drew it")
+
+
+_REPLAY = (
+    "the resumed run replays the run from its start (or, unshuffled, its epoch): its data position was re-seeded or "
+    "rebuilt, not restored"
+)
 
 
 def _loss(u: Update) -> Found | None:

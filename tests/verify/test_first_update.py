@@ -228,6 +228,7 @@ def test_a_batch_the_continuous_run_took_at_another_update_names_the_data_positi
     continuous = observed({1: update(forward__batch="b-first"), 5: update(), 6: update()})
     found = first_update.diagnose(continuous, observed({1: update(forward__batch="b-first")}), 5, PARTS)
     assert found is not None and found.lost == ("data",) and "batch of update 1" in found.explanation
+    assert "replays the run from its start" in found.explanation
     unseen = (*PARTS, "rng-loader")  # a generator the observer cannot see: still the position, by that evidence
     assert first_update.diagnose(continuous, observed({1: update(forward__batch="b-first")}), 5, unseen).lost == (
         "data",
