@@ -116,6 +116,7 @@ class Observer:
             ],
             self.o.AVERAGED: [{type(m.module).__name__: d} for m, d in zip(averaged, found[after:], strict=True)],
             self.o.SCALERS: [_scaler(s) for s in list(self.scalers) if s.is_enabled()],
+            self.o.UNSEEN: _unseen(s for s in list(self.scalers) if s.is_enabled()),
         }
 
     def keep(self, moment: str, key: str, value: Any) -> None:
@@ -281,5 +282,13 @@ def _plain(value: Any) -> Any:
 
 
 def _scaler(scaler: Any) -> Record:
+    """A GradScaler's scale and growth tracker; a key this torch's state_dict lacks is None, and said (_unseen)."""
     state = scaler.state_dict()
-    return {"scale": float(state.get("scale", 0.0)), "growth_tracker": int(state.get("_growth_tracker", 0))}
+    tracker = state.get("_growth_tracker")
+    return {"scale": float(state.get("scale", 0.0)), "growth_tracker": None if tracker is None else int(tracker)}
+
+
+def _unseen(scalers: Any) -> list[str]:
+    """What of the state the observer reads through private keys this torch does not have: a silent 0 would call a
+    lost growth tracker restored."""
+    return ["scaler.growth_tracker"] if any("_growth_tracker" not in s.state_dict() for s in scalers) else []

@@ -60,7 +60,8 @@ def diagnose(
             rank, finding = next(iter(found.items()))
             owner = _batch_owner(continuous, resumed, rank, k) if finding.concept == DATA else None
             others = rank is not None and 0 in updates and 0 not in found  # rank 0 resumed it right
-            return _diagnosis(finding, same, rank, owner, k, _parts(parts, others))
+            found_in = (rank, owner, k, _blind(updates.values()))
+            return _diagnosis(finding, same, found_in, _parts(parts, others))
         same += [label] if label else []
     return None
 
@@ -116,6 +117,12 @@ def own_part(concept: str, parts: tuple[str, ...]) -> str | None:
     if found is not None or not (concept in RECOGNISED or generator_of(concept)):
         return found
     return None if any(part_for(p, (concept,)) == concept for p in parts) else concept
+
+
+def _blind(updates: Any) -> str:
+    """What the observer could not read in either run (a private key this torch lacks), as a clause of evidence."""
+    found = sorted({name for u in updates for r in (u.then, u.first) for name in _state(r, o.STEP, o.UNSEEN) or ()})
+    return f"; unseen by the observer: {', '.join(found)}" if found else ""
 
 
 def _moment(moment: str, key: str, what: str, concept: str | None, why: str = "") -> Callable[[Update], Found | None]:
@@ -243,8 +250,10 @@ def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: i
 
 
 def _diagnosis(
-    found: Found, same: list[str], rank: int | None, owner: int | None, k: int, named: Callable[[str], str | None]
+    found: Found, same: list[str], where: tuple[int | None, int | None, int, str], named: Callable[[str], str | None]
 ) -> Diagnosis:
+    """`where`: the rank, the rank whose batch it received, k, and what the observer could not see (_blind)."""
+    rank, owner, k, blind = where
     concepts = (found.concept,) if isinstance(found.concept, str) else found.concept or ()
     parts = tuple(dict.fromkeys(p for p in (named(c) for c in concepts) if p))
     said = f"rank {rank} received rank {owner}'s batch" if owner is not None else found.said
@@ -253,7 +262,7 @@ def _diagnosis(
         ("" if rank is None else f"rank {rank}: ") + ", ".join(clauses) + (f": {found.why}" if found.why else "")
     )
     evidence = f"observer records of update {k + 1} and the first resumed one"
-    return Diagnosis(lost=parts, rule=RULE, step=k + 1, evidence=evidence, explanation=explanation)
+    return Diagnosis(lost=parts, rule=RULE, step=k + 1, evidence=evidence, explanation=explanation + blind)
 
 
 _GRADIENTS = "the same loss gives other gradients: a gradient accumulated before the update was not restored"

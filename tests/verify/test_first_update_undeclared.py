@@ -54,3 +54,11 @@ def test_the_parts_whose_state_enters_the_first_resumed_update_the_same_are_rest
     found = restored(continuous, resumed, 5, STANDARD_PARTS)
     assert found == {"model", "optimizer", "scheduler", "ema"}  # the GradScaler's state differs: not restored
     assert restored(continuous, observed({1: first}, rank=0), 5, STANDARD_PARTS) == frozenset()  # other ranks
+
+
+def test_what_the_observer_could_not_read_is_said_beside_the_diagnosis():
+    blind = update(loss__digest="other")
+    blind[o.STEP][o.UNSEEN] = ["scaler.growth_tracker"]
+    d = diagnose(blind)
+    assert d is not None and d.explanation.endswith("; unseen by the observer: scaler.growth_tracker")
+    assert "unseen" not in diagnose(update(loss__digest="other")).explanation
