@@ -53,6 +53,7 @@ class Observer:
         self.failed: str | None = None
         self.depth = 0  # nested module forward passes in progress
         self.forwarded = self.lossed = self.stepped = False  # seen in the update in progress
+        self.backwards = 0  # torch.autograd.backward calls in the update in progress: its micro-batches
         self.first: weakref.ref | None = None  # the optimizer whose steps count the updates
         self.root: weakref.ref | None = None  # the module the update's first forward pass entered
         self.schedulers: weakref.WeakSet = weakref.WeakSet()
@@ -159,13 +160,16 @@ class Observer:
         if self.halting:
             self.halt()
 
+    def backward(self) -> None:
+        self.backwards += 1
+
     def step_pre(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
         if self.first is None:
             self.first = weakref.ref(optimizer)
         if self.first() is not optimizer or self.stepped:
             return
         if (now := self.now()) is not None:  # a closure (Lightning, LBFGS) runs the forward pass after this
-            now[self.o.STEP] = self.optimizer_state(optimizer)
+            now[self.o.STEP] = self.optimizer_state(optimizer) | {self.o.BACKWARDS: self.backwards}
             if self.values:
                 self.keep(self.o.STEP, self.o.OPTIMIZER, [optimizer.state.get(p, {}) for p in _params(optimizer)])
         if self.stop is not None and self.stop == (self.o.EXIT, self.update - 1):
@@ -202,6 +206,7 @@ class Observer:
             os.kill(os.getpid(), signal.SIGTERM)
         self.update += 1
         self.forwarded = self.lossed = self.stepped = False
+        self.backwards = 0
         if (then := self.now()) is not None:
             then[self.o.START] = {self.o.GENERATORS: self.generators()}
 

@@ -192,6 +192,16 @@ def _loss(u: Update) -> Found | None:
     return Found(f"the loss differs ({values})", None, why)
 
 
+def _backwards(u: Update) -> Found | None:
+    """Another number of backward passes in the update: its micro-batches counted from a counter that restarted (a
+    gradient-accumulation index), whatever the first micro-batch's loss and generators say."""
+    a, b = u.pair(o.STEP, o.BACKWARDS)
+    if a is None or b is None or a == b:
+        return None
+    why = "the gradient-accumulation counter (micro-steps per update) was not restored"
+    return Found(f"{b} backward passes in the update vs {a}", PROGRESS, why)
+
+
 def _scaler(u: Update) -> Found | None:
     """A GradScaler: the scale the loss was multiplied by (there even where the step is skipped), and its state
     before the step (scale, growth tracker)."""
@@ -269,6 +279,7 @@ _GRADIENTS = "the same loss gives other gradients: a gradient accumulated before
 _AFTER = "every input of the update is the same and the parameters after it differ"
 Checks = list[tuple[str, Callable[[Update], Found | None]]]
 CHECKS: Checks = [
+    ("", _backwards),  # recorded at the step, but a count the whole update follows: first
     ("generators", generators(o.FORWARD, BEFORE_FORWARD)),
     ("batch", _batch),
     ("model", _moment(o.FORWARD, o.MODEL, "the model entering the update:", MODEL)),

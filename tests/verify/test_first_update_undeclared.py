@@ -62,3 +62,13 @@ def test_what_the_observer_could_not_read_is_said_beside_the_diagnosis():
     d = diagnose(blind)
     assert d is not None and d.explanation.endswith("; unseen by the observer: scaler.growth_tracker")
     assert "unseen" not in diagnose(update(loss__digest="other")).explanation
+
+
+def test_another_number_of_backward_passes_names_the_progress_counter_before_the_generators_it_moved():
+    first = update(forward__generators=("kit", "numpy", "other"))  # another micro-batch count draws otherwise
+    first[o.STEP][o.BACKWARDS], then = 1, update()
+    then[o.STEP][o.BACKWARDS] = 3
+    d = diagnose(first, then=then, parts=STANDARD_PARTS)
+    assert d is not None and d.lost == ("progress",) and "1 backward passes in the update vs 3" in d.explanation
+    then[o.STEP][o.BACKWARDS] = 1
+    assert diagnose(first, then=then, parts=STANDARD_PARTS).lost == ("rng-numpy",)
