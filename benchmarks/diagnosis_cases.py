@@ -213,7 +213,7 @@ CASES: tuple[Case, ...] = (
     _bug(
         "scheduler_order.py",
         "build-after-load",
-        "optimizer",
+        "scheduler",
         "LambdaLR built after optimizer.load_state_dict(): the restored lr overwritten",
     ),
     _control("scheduler_order.py", "LambdaLR built before the optimizer's load"),

@@ -53,6 +53,8 @@ MOMENTS = (START, FORWARD, LOSS, STEP, AFTER)
 GENERATORS, BATCH, MODEL, GRADS = "generators", "batch", "model", "grads"
 OPTIMIZER, GROUPS, SCHEDULERS, SCALERS, PARAMS = "optimizer", "groups", "schedulers", "scalers", "params"
 AVERAGED = "averaged"  # every torch.optim.swa_utils.AveragedModel (an EMA, SWA), at the step: no forward pass uses it
+BACKWARDS = "backwards"  # at the step: the backward passes since the previous update (gradient accumulation)
+UNSEEN = "unseen"  # at the step: the state the observer could not read ("scaler.growth_tracker"), each once
 VALUE, DIGEST, SCALE = "value", "digest", "scale"
 GLOBAL, KIT = "global", "kit"  # generators: the process-wide ones by their own names, a trainer's own by its names
 # How the observer ends an interrupted run (`--stop`): just before update K+1's optimizer step, after whatever the

@@ -126,6 +126,7 @@ def _losses(o: Observer) -> None:
     _before(scaler, "scale", guarded(o, lambda self, outputs: o.loss(outputs, self.get_scale())))
     _before(torch.Tensor, "backward", guarded(o, lambda self, *a, **k: o.loss(self)))
     _before(torch.autograd, "backward", guarded(o, lambda tensors, *a, **k: o.loss(_first(tensors))))
+    _before(torch.autograd, "backward", guarded(o, lambda *a, **k: o.backward()))  # Tensor.backward calls it
 
 
 def _built(o: Observer) -> None:

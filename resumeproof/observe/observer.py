@@ -53,6 +53,7 @@ class Observer:
         self.failed: str | None = None
         self.depth = 0  # nested module forward passes in progress
         self.forwarded = self.lossed = self.stepped = False  # seen in the update in progress
+        self.backwards = 0  # torch.autograd.backward calls in the update in progress: its micro-batches
         self.first: weakref.ref | None = None  # the optimizer whose steps count the updates
         self.root: weakref.ref | None = None  # the module the update's first forward pass entered
         self.schedulers: weakref.WeakSet = weakref.WeakSet()
@@ -116,6 +117,7 @@ class Observer:
             ],
             self.o.AVERAGED: [{type(m.module).__name__: d} for m, d in zip(averaged, found[after:], strict=True)],
             self.o.SCALERS: [_scaler(s) for s in list(self.scalers) if s.is_enabled()],
+            self.o.UNSEEN: _unseen(s for s in list(self.scalers) if s.is_enabled()),
         }
 
     def keep(self, moment: str, key: str, value: Any) -> None:
@@ -158,13 +160,16 @@ class Observer:
         if self.halting:
             self.halt()
 
+    def backward(self) -> None:
+        self.backwards += 1
+
     def step_pre(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
         if self.first is None:
             self.first = weakref.ref(optimizer)
         if self.first() is not optimizer or self.stepped:
             return
         if (now := self.now()) is not None:  # a closure (Lightning, LBFGS) runs the forward pass after this
-            now[self.o.STEP] = self.optimizer_state(optimizer)
+            now[self.o.STEP] = self.optimizer_state(optimizer) | {self.o.BACKWARDS: self.backwards}
             if self.values:
                 self.keep(self.o.STEP, self.o.OPTIMIZER, [optimizer.state.get(p, {}) for p in _params(optimizer)])
         if self.stop is not None and self.stop == (self.o.EXIT, self.update - 1):
@@ -201,6 +206,7 @@ class Observer:
             os.kill(os.getpid(), signal.SIGTERM)
         self.update += 1
         self.forwarded = self.lossed = self.stepped = False
+        self.backwards = 0
         if (then := self.now()) is not None:
             then[self.o.START] = {self.o.GENERATORS: self.generators()}
 
@@ -281,5 +287,13 @@ def _plain(value: Any) -> Any:
 
 
 def _scaler(scaler: Any) -> Record:
+    """A GradScaler's scale and growth tracker; a key this torch's state_dict lacks is None, and said (_unseen)."""
     state = scaler.state_dict()
-    return {"scale": float(state.get("scale", 0.0)), "growth_tracker": int(state.get("_growth_tracker", 0))}
+    tracker = state.get("_growth_tracker")
+    return {"scale": float(state.get("scale", 0.0)), "growth_tracker": None if tracker is None else int(tracker)}
+
+
+def _unseen(scalers: Any) -> list[str]:
+    """What of the state the observer reads through private keys this torch does not have: a silent 0 would call a
+    lost growth tracker restored."""
+    return ["scaler.growth_tracker"] if any("_growth_tracker" not in s.state_dict() for s in scalers) else []

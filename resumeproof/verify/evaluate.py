@@ -158,13 +158,21 @@ def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: Summary) -> Dia
     probes that reproduce it exactly; a trainer that differs from itself has every difference explained by that."""
     seen = a.found.observed
     rows = _rows_same(a.continuous, other, e.resumed_at)
-    direct = first_update.diagnose(_reference(seen, e.resumed_at), seen.get(t.name, {}), e.resumed_at, a.parts, rows)
+    reference, mine = _reference(seen, e.resumed_at), seen.get(t.name, {})
+    direct = first_update.diagnose(reference, mine, e.resumed_at, a.parts, rows)
     why = direct if direct is not None and direct.lost else diagnose(a.continuous, other, a.context(e))
+    if why is not None and why is not direct and _restored(why, direct, reference, mine, e.resumed_at, a.parts):
+        why = None  # the summaries name only parts the records show restored: an effect; the records say more
     if direct is not None and (why is None or not why.lost):  # no part named: the direct evidence says more
         why = direct
     if why is not None and t.name == RESUMED:
         why = evidence.confirm(why, other, a.found.probes)
     return _why(a.determinism, why)
+
+
+def _restored(why: Diagnosis, direct: Diagnosis | None, *records: Any) -> bool:
+    """Whether the observer's records, where they tell the first difference, show every part `why` names restored."""
+    return direct is not None and bool(why.lost) and set(why.lost) <= first_update.restored(*records)
 
 
 def _rows_same(continuous: Summary, other: Summary, k: int) -> bool | None:

@@ -60,9 +60,37 @@ def diagnose(
             rank, finding = next(iter(found.items()))
             owner = _batch_owner(continuous, resumed, rank, k) if finding.concept == DATA else None
             others = rank is not None and 0 in updates and 0 not in found  # rank 0 resumed it right
-            return _diagnosis(finding, same, rank, owner, k, _parts(parts, others))
+            found_in = (rank, owner, k, _blind(updates.values()))
+            return _diagnosis(finding, same, found_in, _parts(parts, others))
         same += [label] if label else []
     return None
+
+
+# The state the observer records entering an update, by the part it is: equal in both runs, that part was restored.
+_STATE_OF = (
+    (o.FORWARD, o.MODEL, MODEL),
+    (o.STEP, o.OPTIMIZER, OPTIMIZER),
+    (o.STEP, o.SCHEDULERS, SCHEDULER),
+    (o.STEP, o.SCALERS, SCALER),
+    (o.STEP, o.AVERAGED, EMA),
+)
+
+
+def restored(continuous: Observed, resumed: Observed, k: int, parts: tuple[str, ...]) -> frozenset[str]:
+    """The parts whose state entering the first resumed update equals update k+1's on every rank: restored, so no
+    rule on the summaries may name them (an optimizer counter that restarts later is an effect, not the cause)."""
+    if not continuous or set(continuous) != set(resumed):
+        return frozenset()
+    found = set()
+    for moment, key, concept in _STATE_OF:
+        pairs = [(_state(continuous[r].at(k + 1), moment, key), _state(resumed[r].at(1), moment, key)) for r in resumed]
+        if all(a and a == b for a, b in pairs) and (name := own_part(concept, parts)):
+            found.add(name)
+    return frozenset(found)
+
+
+def _state(update: dict[str, Any] | None, moment: str, key: str) -> Any:
+    return ((update or {}).get(moment) or {}).get(key)
 
 
 def _parts(parts: tuple[str, ...], others: bool) -> Callable[[str], str | None]:
@@ -71,13 +99,30 @@ def _parts(parts: tuple[str, ...], others: bool) -> Callable[[str], str | None]:
 
     def named(concept: str) -> str | None:
         local = OTHER_RANKS_DATA if concept == DATA else OTHER_RANKS_RNG if generator_of(concept) else None
-        if others and local in parts:
-            return local
-        # What the observer saw differ is named in the protocol's word where the trainer declares no part of its kind:
-        # the evidence shows the part exists (a GradScaler, an EMA, CUDA's generator), declared or not.
-        return part_for(concept, parts) or concept
+        return local if others and local in parts else own_part(concept, parts)
 
     return named
+
+
+# The parts the observer recognises by their class (and the progress counter an lr alone shows), whatever the trainer
+# calls them: named in the protocol's words where it declares no part of that kind (no meta.parts, or --observe).
+RECOGNISED = frozenset((SCALER, EMA, OPTIMIZER, SCHEDULER, PROGRESS))
+
+
+def own_part(concept: str, parts: tuple[str, ...]) -> str | None:
+    """The declared part a concept names; else, for a part the observer saw by its class (a GradScaler, an averaged
+    model, a generator, an optimizer, an LR scheduler), the protocol's own name, unless the trainer declares parts
+    of that kind and none of them is the one (two EMAs: which one the evidence cannot tell)."""
+    found = part_for(concept, parts)
+    if found is not None or not (concept in RECOGNISED or generator_of(concept)):
+        return found
+    return None if any(part_for(p, (concept,)) == concept for p in parts) else concept
+
+
+def _blind(updates: Any) -> str:
+    """What the observer could not read in either run (a private key this torch lacks), as a clause of evidence."""
+    found = sorted({name for u in updates for r in (u.then, u.first) for name in _state(r, o.STEP, o.UNSEEN) or ()})
+    return f"; unseen by the observer: {', '.join(found)}" if found else ""
 
 
 def _moment(moment: str, key: str, what: str, concept: str | None, why: str = "") -> Callable[[Update], Found | None]:
@@ -120,13 +165,18 @@ def _batch(u: Update) -> Found | None:
     tell which."""
     found = _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u)
     if found is not None and u.replayed == 1:
-        why = "the resumed run replays the run from its start: its data order was rebuilt or re-seeded, not restored"
-        return Found(f"the batch differs: it is {u.reference}'s batch of update 1", DATA, why)
+        return Found(f"the batch differs: it is {u.reference}'s batch of update 1", DATA, _REPLAY)
     if found is not None and u.replayed is not None:
         return Found(f"the batch differs: it is {u.reference}'s batch of update {u.replayed}", DATA)
     if found is None or not u.unseen:
         return found
     return Found(found.said, None, f"the data position, or {', '.join(u.unseen)} (unseen by the observer), drew it")
+
+
+_REPLAY = (
+    "the resumed run replays the run from its start (or, unshuffled, its epoch): its data position was re-seeded or "
+    "rebuilt, not restored"
+)
 
 
 def _loss(u: Update) -> Found | None:
@@ -140,6 +190,16 @@ def _loss(u: Update) -> Found | None:
         "trainer's own) was not restored"
     )
     return Found(f"the loss differs ({values})", None, why)
+
+
+def _backwards(u: Update) -> Found | None:
+    """Another number of backward passes in the update: its micro-batches counted from a counter that restarted (a
+    gradient-accumulation index), whatever the first micro-batch's loss and generators say."""
+    a, b = u.pair(o.STEP, o.BACKWARDS)
+    if a is None or b is None or a == b:
+        return None
+    why = "the gradient-accumulation counter (micro-steps per update) was not restored"
+    return Found(f"{b} backward passes in the update vs {a}", PROGRESS, why)
 
 
 def _scaler(u: Update) -> Found | None:
@@ -159,25 +219,35 @@ def _scaled(a: Any, b: Any) -> str:
 
 
 def _groups(u: Update) -> Found | None:
-    """The param groups' hyper-parameters differ where every input before them (the optimizer's per-parameter state,
-    every LR scheduler's) is the same. `Optimizer.load_state_dict` restores the state and the groups together, so
-    with a state to show it: the schedule (a scheduler made or stepped after the load), or the counter an lr is
-    computed from (no scheduler). A stateless optimizer (SGD without momentum) shows nothing: the groups may be
-    its own, unrestored, as well."""
+    """The param groups' hyper-parameters, where the optimizer's per-parameter state and every LR scheduler's are
+    the same (checked before): `Optimizer.load_state_dict` restores state and groups together, so an optimizer whose
+    state came back had its groups back too, and another lr is the schedule's (a scheduler made or stepped after the
+    load) or, with no scheduler, the counter the trainer computes it from. An optimizer with no state (SGD without
+    momentum) cannot show it was restored: then the evidence names nothing."""
     a, b = (value or [] for value in u.pair(o.STEP, o.GROUPS))
     if a == b:
         return None
     pairs = [(key, x.get(key), y.get(key)) for x, y in zip(a, b, strict=False) for key in x if x.get(key) != y.get(key)]
-    said = "the optimizer's hyper-parameters: " + (
-        ", ".join(f"{k} {new} vs {old}" for k, old, new in pairs[:2]) or "differ"
-    )
-    if not any(u.pair(o.STEP, o.OPTIMIZER)):  # no per-parameter state to tell a restored optimizer by
+    how = ", ".join(f"{key} {new} vs {old}" for key, old, new in pairs[:2]) or "differ"
+    said = f"the optimizer's hyper-parameters: {how}"
+    if not _holds_state(u.pair(o.STEP, o.OPTIMIZER)[0]):
         return Found(said, None, "the optimizer holds no state: its param groups, or the schedule, were not restored")
     if any(u.pair(o.STEP, o.SCHEDULERS)):
-        why = "the optimizer's state and every LR scheduler's are the same: the schedule was applied otherwise"
-        return Found(said, SCHEDULER, why)
-    why = "the optimizer's state is the same and no LR scheduler exists: the counter the lr is computed from restarted"
-    return Found(said, PROGRESS, why)
+        return Found(said, SCHEDULER, "the optimizer's state and every LR scheduler's are the same: " + _SCHEDULE)
+    return Found(said, PROGRESS, "the optimizer's state is the same and there is no LR scheduler: " + _COUNTER)
+
+
+_SCHEDULE = "the schedule was applied otherwise (a scheduler made or stepped after the optimizer's load)"
+_COUNTER = "the learning rate is recomputed from a counter that restarted"
+
+
+def _holds_state(state: Any) -> bool:
+    """Whether the observer's record of the optimizer's per-parameter state holds any (a digest, or a map of them)."""
+    if isinstance(state, dict):
+        return any(_holds_state(value) for value in state.values())
+    if isinstance(state, list):
+        return any(_holds_state(value) for value in state)
+    return bool(state)
 
 
 def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: int) -> int | None:
@@ -190,8 +260,10 @@ def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: i
 
 
 def _diagnosis(
-    found: Found, same: list[str], rank: int | None, owner: int | None, k: int, named: Callable[[str], str | None]
+    found: Found, same: list[str], where: tuple[int | None, int | None, int, str], named: Callable[[str], str | None]
 ) -> Diagnosis:
+    """`where`: the rank, the rank whose batch it received, k, and what the observer could not see (_blind)."""
+    rank, owner, k, blind = where
     concepts = (found.concept,) if isinstance(found.concept, str) else found.concept or ()
     parts = tuple(dict.fromkeys(p for p in (named(c) for c in concepts) if p))
     said = f"rank {rank} received rank {owner}'s batch" if owner is not None else found.said
@@ -200,13 +272,14 @@ def _diagnosis(
         ("" if rank is None else f"rank {rank}: ") + ", ".join(clauses) + (f": {found.why}" if found.why else "")
     )
     evidence = f"observer records of update {k + 1} and the first resumed one"
-    return Diagnosis(lost=parts, rule=RULE, step=k + 1, evidence=evidence, explanation=explanation)
+    return Diagnosis(lost=parts, rule=RULE, step=k + 1, evidence=evidence, explanation=explanation + blind)
 
 
 _GRADIENTS = "the same loss gives other gradients: a gradient accumulated before the update was not restored"
 _AFTER = "every input of the update is the same and the parameters after it differ"
 Checks = list[tuple[str, Callable[[Update], Found | None]]]
 CHECKS: Checks = [
+    ("", _backwards),  # recorded at the step, but a count the whole update follows: first
     ("generators", generators(o.FORWARD, BEFORE_FORWARD)),
     ("batch", _batch),
     ("model", _moment(o.FORWARD, o.MODEL, "the model entering the update:", MODEL)),

@@ -9,8 +9,8 @@ overwrites the restored lr, and `scheduler.load_state_dict()` restores the sched
 not the optimizer's lr.
 
 Bug `build-after-load`: the first resumed update runs with the warm-up's first lr; the scheduler's
-own state is restored exactly (and matches the continuous run's), the optimizer's lr is what was
-lost. True cause: `optimizer` (its param groups' lr). Parts: model, optimizer, scheduler, data,
+own state is restored exactly (and matches the continuous run's), and so is the optimizer's: the
+schedule was applied otherwise. True cause: `scheduler` (made after the load). Parts: model, optimizer, scheduler, data,
 rng-numpy, rng-torch.
 """
 
