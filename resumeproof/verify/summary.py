@@ -13,6 +13,9 @@ from typing import Any
 from resumeproof.common import protocol
 from resumeproof.common.protocol import COMPARED_KEYS, PROTOCOL, RECORD_KEYS, ProtocolError, is_number
 
+SURFACES = {protocol.STEP: "step", protocol.HISTORY: "history", protocol.STATE: "state", protocol.NEXT: "next"}
+SURFACES[protocol.EVAL] = "eval"  # each compared key (COMPARED_KEYS) and the field that holds it
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -40,8 +43,7 @@ class Summary:
 
     def surface(self, key: str) -> Any:
         """A compared surface by its protocol key (COMPARED_KEYS): what compare() walks, with its paths."""
-        return {protocol.STEP: self.step, protocol.HISTORY: self.history, protocol.STATE: self.state,
-                protocol.NEXT: self.next, protocol.EVAL: self.eval}[key]  # fmt: skip
+        return getattr(self, SURFACES[key])
 
     @property
     def surfaces(self) -> dict[str, Any]:

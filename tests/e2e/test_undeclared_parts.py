@@ -13,6 +13,7 @@ from tests.helpers import TRAINERS, read_verification, run_verify
 
 TRAINER = TRAINERS / "undeclared_parts.py"
 PROTOCOL, OBSERVE = "protocol", "observe"
+SHORT = ("--steps", "8", "--interrupt-at", "4")
 OUTSIDE = "state outside the state_dict (a Python attribute, a non-persistent buffer)"
 # bug -> what the failed check's diagnosis names; None: the script resumes exactly
 CASES = [
@@ -33,13 +34,11 @@ def _verify(tmp_path, how: str, bug: str | None):
     script = f"python -B {TRAINER}" + (f" --bug {bug}" if bug else "")
     out = tmp_path / "v"
     if how == PROTOCOL:
-        done = run_verify("--output", str(out), "--steps", "8", "--interrupt-at", "4", "--train-cmd", script)
+        done = run_verify("--output", str(out), *SHORT, "--train-cmd", script)
     else:
         train = f"{script} --until {{steps}} --output {{run}}"
-        done = run_verify(
-            "--observe", "--output", str(out), "--steps", "8", "--interrupt-at", "4", "--train-cmd", train,
-            "--resume-cmd", f"{train} --resume {{checkpoint}}", "--checkpoint", "{run}/checkpoint.pt",
-        )  # fmt: skip
+        resume = ("--resume-cmd", f"{train} --resume {{checkpoint}}", "--checkpoint", "{run}/checkpoint.pt")
+        done = run_verify("--observe", "--output", str(out), *SHORT, "--train-cmd", train, *resume)
     return done, read_verification(out / "verification.json")
 
 

@@ -34,10 +34,9 @@ def test_templates_that_cannot_work_are_refused_naming_what_the_user_typed(tmp_p
 
 
 def _settings(output: Path, points: tuple[int, ...], train: str, resume: str, pattern: str, faults=()) -> Settings:
-    return Settings(
-        output=output, steps=10, points=points, atol=0.0, train_cmd=train, jobs=1, timeout=60.0, faults=faults,
-        infer_points=not points, resume_cmd=resume, script=True, checkpoint=pattern,
-    )  # fmt: skip
+    fields = {"steps": 10, "points": points, "atol": 0.0, "jobs": 1, "timeout": 60.0, "faults": faults}
+    script = {"script": True, "train_cmd": train, "resume_cmd": resume, "checkpoint": pattern}
+    return Settings(output=output, infer_points=not points, **fields, **script)
 
 
 def test_a_run_without_records_or_without_its_checkpoint_is_refused_with_what_it_did_write(tmp_path):
