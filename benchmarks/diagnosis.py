@@ -18,7 +18,7 @@ A case is scored twice:
   diagnosis names exactly the part it omitted; a fault that did not run is vague), and the case
   is only as right as its worst fault.
 
-`verification.json` is read into the package's typed result (`resumeproof.verify.result`): each
+`verification.json` is read into the package's typed result (`resumeproof.verify.report.result`): each
 check by its kind and each diagnosis by its rule and parts. Trainers run with PYTHONHASHSEED
 unset (two of them depend on the hash seed on purpose). Prints one line per case as it ends,
 then per corpus the per-case table and the counts in Markdown, and the counts of both (for
@@ -46,7 +46,7 @@ from benchmarks.diagnosis_other_cases import OTHER_CASES
 from benchmarks.diagnosis_score import RIGHT, WRONG, Result, said, score, score_faults, worst
 from benchmarks.diagnosis_tables import case_table, corpora_table, count_table, counts
 from benchmarks.helpers import REPO
-from resumeproof.verify.result import Verification
+from resumeproof.verify.report.result import Verification
 
 CORPORA = {OURS: CASES, OTHER: OTHER_CASES}
 ALL_CASES = CASES + OTHER_CASES

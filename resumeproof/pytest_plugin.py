@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from resumeproof.verify.result import Verification
+    from resumeproof.verify.report.result import Verification
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Outcome:
     @property
     def verification(self) -> "Verification | None":
         """The same document as the typed result every report renders (docs/verification-json.md)."""
-        from resumeproof.verify.result import Verification  # late: a session that never verifies never loads it
+        from resumeproof.verify.report.result import Verification  # late: a session that never verifies never loads it
 
         return Verification.from_json(self.document) if self.document else None
 
@@ -63,7 +63,7 @@ class Outcome:
         if v is None:
             last = self.stderr.strip().splitlines()[-1:] or ["no output"]
             return f"resumeproof could not complete (exit {self.exit_code}): {last[0]}\nreport: {self.report}"
-        from resumeproof.verify.verdict import failure  # late, as above
+        from resumeproof.verify.report.verdict import failure  # late, as above
 
         lines.append(f"resumeproof {v.verdict.line}")  # the line the terminal report ends with
         for check in v.failed():

@@ -1,12 +1,12 @@
 """The fields of a verification.json that must agree with each other: a document that contradicts itself is a bug
 of the verifier, whatever its verdict. `contradictions` reads a real document (tests/e2e) or one written from a
-hand-built evaluation (tests/verify/test_result.py) and names every pair that disagrees."""
+hand-built evaluation (tests/verify/report/test_result.py) and names every pair that disagrees."""
 
 from typing import Any
 
 from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, REPEAT, RESUMED, STANDARD_PARTS, STATE
 
-POSITIVE = ("prefix", "resume", "cadence", "checkpoint")  # the kinds `positive` covers (verify/result.py)
+POSITIVE = ("prefix", "resume", "cadence", "checkpoint")  # the kinds `positive` covers (verify/report/result.py)
 CONCORDANT_KINDS = ("resume", "cadence")  # each has its entry in comparison.resumes
 RESTORE_RULES = ("restore", "first-update")  # a diagnosis read off the restore: a resume of 0 updates, or the observer
 NAMED = ("prefix", "resume", "cadence", "negative-control", "fault", "finite")  # about one trajectory, which ran

@@ -1,7 +1,7 @@
 """Three layers, held: the torch-free formats below, the verifier and the kit on them, the command on top.
 
 - `resumeproof.common` imports nothing of the package above it, and never torch;
-- `resumeproof.verify` imports `common`, never the kit, and torch only in `verify/torch_load.py` (the
+- `resumeproof.verify` imports `common`, never the kit, and torch only in `verify/run/torch_load.py` (the
   opt-in `--torch-load`), inside a function;
 - `resumeproof.kit` imports `common`, never the verifier;
 - `resumeproof.reference`, the bundled trainer, is built on the kit alone, like any user's;
@@ -23,7 +23,7 @@ from tests.helpers import REPO
 
 PACKAGE = REPO / "resumeproof"
 VERIFIER_SIDE = sorted(p for layer in ("verify", "common", "cli") for p in (PACKAGE / layer).rglob("*.py"))
-TORCH_LOAD = PACKAGE / "verify" / "torch_load.py"  # the verifier's one opt-in path to torch
+TORCH_LOAD = PACKAGE / "verify" / "run" / "torch_load.py"  # the verifier's one opt-in path to torch
 # layer -> the prefixes its modules may never import, at any depth of the module
 FORBIDDEN = {
     "common": ("torch", "resumeproof.verify", "resumeproof.kit", "resumeproof.cli", "resumeproof.reference"),

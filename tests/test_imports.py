@@ -1,7 +1,7 @@
 """No import cycles anywhere in the package: every import statement of every module, those under
 `if TYPE_CHECKING:` and inside functions included, is an edge of one graph, and the graph has no cycle.
 
-An import names a module of the package (`import resumeproof.verify.accept`, `from resumeproof.verify
+An import names a module of the package (`import resumeproof.verify.run.accept`, `from resumeproof.verify
 import accept`) or a name a module defines (`from resumeproof.kit.checkpoint import save`): the edge goes to
 that module, and a name a package `__init__` re-exports is an edge to the `__init__`, which imports its
 own modules in turn. A cycle hidden under TYPE_CHECKING or in a late import is still a cycle: the two
@@ -72,7 +72,7 @@ def test_the_package_has_no_import_cycle():
 def test_the_graph_holds_the_imports_it_must():
     """The reader sees every kind of import the package uses: a module, a name of a module, a re-export."""
     edges = graph(REPO / "resumeproof")
-    assert "resumeproof.verify.evaluate" in edges["resumeproof.verify.verification"]  # late, inside a function
+    assert "resumeproof.verify.judge.summaries" in edges["resumeproof.verify.verification"]  # late, inside a function
     assert "resumeproof.common.protocol" in edges["resumeproof.cli.chaos"]  # `from ... import NAME`
     assert "resumeproof.kit.checkpoint" in edges["resumeproof.kit"]  # a package's re-export
 

@@ -4,7 +4,7 @@ own; and the tests of the formats and of the kit never use the verifier, which t
 
 A test that needs the verifier to judge a trainer runs it end to end and lives in tests/e2e/. The rule is read off
 every import statement of every file under tests/common/ and tests/kit/, nested ones included: a module
-(`import resumeproof.verify.compare`), a name imported from one (`from resumeproof import cli`), or the helper
+(`import resumeproof.verify.judge.compare`), a name imported from one (`from resumeproof import cli`), or the helper
 that runs the verifier in a fresh process (`tests.helpers.run_verify`).
 """
 
@@ -51,7 +51,10 @@ def test_the_tests_of_the_kit_and_the_formats_never_import_the_verifier(path: Pa
 @pytest.mark.parametrize(
     ("source", "named"),
     [
-        ("def f():\n    from resumeproof.verify.compare import compare_keys\n", "resumeproof.verify.compare"),
+        (
+            "def f():\n    from resumeproof.verify.judge.compare import compare_keys\n",
+            "resumeproof.verify.judge.compare",
+        ),
         ("from resumeproof import cli\n", "resumeproof.cli"),
         ("import verify_resume\n", "verify_resume"),
         ("from tests.helpers import REPO, run_verify\n", "tests.helpers.run_verify"),

@@ -53,13 +53,14 @@ LONG_RUN_FLAGS = " ".join(LONG_RUN)  # what a trainer under chaos accepts
 @debug_option
 def run_chaos(train_cmd: str, debug: bool, **options: Any) -> int:
     """Kill, stop and snapshot a long run at random instants; it must lose nothing."""
-    from resumeproof.verify import chaos, terminal
+    from resumeproof.verify.chaos import run as chaos_run
+    from resumeproof.verify.report import terminal
 
     # every other option is a field of settings.ChaosSettings, under its own name
     asked = parsed(lambda: settings.ChaosSettings(train=shlex.split(settings.parse_train_cmd(train_cmd)), **options))
     out = terminal.console()
     with out.status(f"chaos: {asked.kills} signals into a run of {asked.steps} steps"):
-        result = chaos.run(asked)
+        result = chaos_run.run(asked)
     result.write(asked.output / "verification.json")
     terminal.print_chaos(out, result)
     return EXIT_PASSED if result.all_checks_passed else EXIT_FAILED

@@ -26,10 +26,10 @@ def run_export(run: Path, dest: str, everything: bool, train_cmd: str | None, ti
     Every file is read back from DEST and checked (size, sha256), the copy passes `resumeproof check`, and one
     update resumed from the copy equals one resumed from RUN, bit for bit. DEST/CURRENT then names the new
     export; until then the earlier one stays. Exit 0: proven; 1: a check failed; 2: could not complete."""
-    from resumeproof.verify import terminal
     from resumeproof.verify.export.report import print_export
     from resumeproof.verify.export.run import run as export
     from resumeproof.verify.export.settings import ExportSettings
+    from resumeproof.verify.report import terminal
 
     given = [*(["--all"] if everything else []), *(["--train-cmd", train_cmd] if train_cmd else [])]
     line = shlex.join([*prog().split(), str(run), dest, *given])  # for EXPORT.json and PROOF.md

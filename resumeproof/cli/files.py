@@ -34,7 +34,7 @@ def run_check(paths: tuple[Path, ...], as_json: bool, allow_unsafe_pickle, allow
     is missing or unreadable."""
     import json
 
-    from resumeproof.verify.vet import Verdict, vet
+    from resumeproof.verify.run.vet import Verdict, vet
 
     allow = Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque))
     found = [vet(path, allow) for path in paths]

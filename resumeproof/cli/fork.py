@@ -15,7 +15,7 @@ from resumeproof.cli.common import (
     timeout_option,
 )
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED
-from resumeproof.verify.fork_plan import ForkSettings, parse_branch
+from resumeproof.verify.fork.plan import ForkSettings, parse_branch
 
 
 @click.command(name="fork", cls=Command, context_settings=CONTEXT)
@@ -55,8 +55,10 @@ def run_fork(
     debug: bool,
 ) -> int:
     """Run branches forward from CHECKPOINT, each with its overrides, and prove the comparison fair."""
-    from resumeproof.verify import fork, fork_report, terminal
-    from resumeproof.verify.plot import INSTALL, available
+    from resumeproof.verify.fork import report as fork_report
+    from resumeproof.verify.fork import run as fork_run
+    from resumeproof.verify.report import terminal
+    from resumeproof.verify.report.plot import INSTALL, available
 
     asked = parsed(
         lambda: ForkSettings(
@@ -73,6 +75,6 @@ def run_fork(
     if asked.plot and not available():
         raise click.UsageError(f"fork.png needs matplotlib, the 'plot' extra: {INSTALL} (or pass --no-plot)")
     out = terminal.console()
-    result = fork.fork(asked, out)
+    result = fork_run.fork(asked, out)
     fork_report.print_fork(out, result)
     return EXIT_ERROR if result.error else EXIT_PASSED if result.fair else EXIT_FAILED

@@ -18,9 +18,9 @@ from resumeproof.cli.common import (
 from resumeproof.common import observation, protocol
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, one_line
 from resumeproof.verify import settings
-from resumeproof.verify.observed import PRESETS, with_preset
-from resumeproof.verify.points import EPOCHS
-from resumeproof.verify.result import Verification
+from resumeproof.verify.plan.points import EPOCHS
+from resumeproof.verify.plan.script import PRESETS, with_preset
+from resumeproof.verify.report.result import Verification
 from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
 
 # What a protocol verification has and `--observe` does not: judged from the observer's records, with no summary.
@@ -196,7 +196,7 @@ def run_verify(
         )
     )
     if plot:
-        from resumeproof.verify.plot import INSTALL, available
+        from resumeproof.verify.report.plot import INSTALL, available
 
         if not available():
             raise click.UsageError(f"--plot needs matplotlib, the 'plot' extra: {INSTALL}")
@@ -210,7 +210,7 @@ def _given(name: str) -> bool:
 
 def _verified(s: Settings, junit_xml: Path | None, summary_md: Path | None) -> int:
     """Run one verification, write the CI reports (also when nothing could run), print it; its exit code."""
-    from resumeproof.verify import terminal
+    from resumeproof.verify.report import terminal
     from resumeproof.verify.verification import verify
 
     out = terminal.console()
@@ -226,10 +226,10 @@ def _verified(s: Settings, junit_xml: Path | None, summary_md: Path | None) -> i
 
 def _ci_reports(junit_xml: Path | None, summary_md: Path | None, result: "Verification", output: Path) -> None:
     if junit_xml is not None:
-        from resumeproof.verify import junit
+        from resumeproof.verify.report import junit
 
         junit.write(junit_xml, result, output / "verification.json")
     if summary_md is not None:
-        from resumeproof.verify import markdown
+        from resumeproof.verify.report import markdown
 
         markdown.write(summary_md, result, output / "verification.json")

@@ -14,7 +14,7 @@ from resumeproof.common import observation
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import MODEL, PART_NAME
-from resumeproof.verify.points import EPOCHS
+from resumeproof.verify.plan.points import EPOCHS
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
@@ -63,7 +63,7 @@ class Settings:
     repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
     observe: bool = True  # the observer watches every trajectory (--no-observe: the summaries alone)
     require_deterministic: bool = False  # a trainer that differs from itself fails (else: the restore, the spread)
-    # --observe: an unmodified script, judged from the observer's records alone (verify/observed.py)
+    # --observe: an unmodified script, judged from the observer's records alone (verify/plan/script.py)
     script: bool = False
     checkpoint: str | None = None  # the interrupted run's checkpoint, `{run}` and `{step}` (--checkpoint)
     stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)

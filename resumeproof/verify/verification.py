@@ -12,18 +12,21 @@ from rich.console import Console
 from resumeproof.common import observation, protocol
 from resumeproof.common.errors import refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, REPEAT, RESUMED, CheckKind
-from resumeproof.verify import environment, plan, points, terminal
-from resumeproof.verify.accepted import Accepted
-from resumeproof.verify.expectation import Expect
-from resumeproof.verify.findings import DIVERGENT
-from resumeproof.verify.result import Verification, ran
+from resumeproof.verify.judge.findings import DIVERGENT
+from resumeproof.verify.plan import points
+from resumeproof.verify.plan import trainer as trainer_plan
+from resumeproof.verify.plan.expectation import Expect
+from resumeproof.verify.report import terminal
+from resumeproof.verify.report.result import Verification, ran
+from resumeproof.verify.run import environment
+from resumeproof.verify.run.outputs import Accepted
+from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.run.trajectories import Trajectory, TrajectoryError, first_error
 from resumeproof.verify.settings import ALL, FLAT, Settings, primary_first
-from resumeproof.verify.summary import Summary
-from resumeproof.verify.trajectories import Trajectory, TrajectoryError, first_error
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
-    from resumeproof.verify.evaluate import Evaluated
-    from resumeproof.verify.evidence import Evidence
+    from resumeproof.verify.judge.evidence import Evidence
+    from resumeproof.verify.judge.summaries import Evaluated
 
 COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failure here asks for the evidence
 
@@ -31,12 +34,12 @@ COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failu
 def verify(s: Settings, out: Console) -> Verification:
     """One verification, written to OUTPUT/verification.json: of a protocol trainer, or of a script (--observe)."""
     if s.script:
-        from resumeproof.verify import observed_verification
+        from resumeproof.verify import script_verification
 
-        return observed_verification.verify(s, out)
+        return script_verification.verify(s, out)
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
-    (s.output / plan.OBSERVED).mkdir()
+    (s.output / trainer_plan.OBSERVED).mkdir()
     s, trajectories, error = _planned(s, out)
     if error is None:
         _run(trajectories, s, out, lambda done: _declared_faults(s, done))
@@ -48,7 +51,7 @@ def verify(s: Settings, out: Console) -> Verification:
         error = error or (_torch_load_all(trajectories) if s.torch_load else None)
     result = _result(s, trajectories, evaluated if error is None else None, error)
     if result.error is None and s.plot:
-        from resumeproof.verify import plot as plot_module
+        from resumeproof.verify.report import plot as plot_module
 
         divergent = {t.name for t in trajectories if t.expectation and t.expectation.kind is Expect.DIVERGENT}
         result.plot = str(plot_module.write(s.output / "verification.png", _summaries(trajectories), s.atol, divergent))
@@ -59,8 +62,8 @@ def verify(s: Settings, out: Console) -> Verification:
 def _planned(s: Settings, out: Console) -> tuple[Settings, list[Trajectory], str | None]:
     """The plan; with --interrupt-at epochs, the continuous run goes first and its history gives the points."""
     if not s.infer_points:
-        return s, plan.build(s), None
-    continuous = plan.reference(s)
+        return s, trainer_plan.build(s), None
+    continuous = trainer_plan.reference(s)
     _run([continuous], s, out)
     if continuous.accepted is None:
         return s, [continuous], continuous.error
@@ -69,7 +72,7 @@ def _planned(s: Settings, out: Console) -> tuple[Settings, list[Trajectory], str
     except points.EpochError as err:
         return s, [continuous], f"--interrupt-at epochs: {err}"
     s = replace(s, points=primary_first(found))
-    return s, plan.build(s, continuous), None
+    return s, trainer_plan.build(s, continuous), None
 
 
 def _declared_faults(s: Settings, done: Trajectory) -> list[Trajectory]:
@@ -78,14 +81,14 @@ def _declared_faults(s: Settings, done: Trajectory) -> list[Trajectory]:
         return []
     given = [part for part in s.faults if part != ALL]
     declared = done.accepted.summary.declared_parts or protocol.STANDARD_PARTS
-    return plan.faults(s, [part for part in declared if part not in given])
+    return trainer_plan.faults(s, [part for part in declared if part not in given])
 
 
 def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) -> "Evaluated":
     """Evaluate with every piece of evidence in hand (a repeat --repeat planned, the fault runs as probes); while
-    the evaluation asks for more (verify/evidence.py: the repeat first, the probes once the trainer is shown
+    the evaluation asks for more (verify/judge/evidence.py: the repeat first, the probes once the trainer is shown
     deterministic, the seeded run), run it and evaluate again: rounds until nothing new is asked for."""
-    from resumeproof.verify.evaluate import evaluate
+    from resumeproof.verify.judge.summaries import evaluate
 
     declared = _summaries(trajectories)[CONTINUOUS].declared_parts
     parts = declared or protocol.STANDARD_PARTS
@@ -102,13 +105,15 @@ def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) ->
 
 def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], primary: int) -> "Evidence":
     """The evidence the accepted trajectories hold: the repeat, the resumes without one part, the seeded run."""
-    from resumeproof.verify.evidence import Evidence
+    from resumeproof.verify.judge.evidence import Evidence
 
     probes = {part: summaries[name] for name, part in _without_one_part(trajectories, primary) if name in summaries}
     observed = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe and t.accepted}
     if observation.comparable(seen for ranks in observed.values() for seen in ranks.values()):
         observed = {}  # evidence only: digests of other fingerprints would tell a difference that is not there
-    return Evidence(repeat=summaries.get(REPEAT), probes=probes, seeded=summaries.get(plan.SEEDED), observed=observed)
+    return Evidence(
+        repeat=summaries.get(REPEAT), probes=probes, seeded=summaries.get(trainer_plan.SEEDED), observed=observed
+    )
 
 
 def _without_one_part(trajectories: list[Trajectory], primary: int) -> list[tuple[str, str]]:
@@ -132,27 +137,27 @@ def _evidence_trajectories(
 ) -> list[Trajectory]:
     """What the evaluation asks for that has not run: the repeat after a failed comparison; the probes once the
     repeat showed the trainer deterministic and the primary resume's cause is still unknown; the seeded run."""
-    from resumeproof.verify import evidence
-    from resumeproof.verify.diagnosis import Context
+    from resumeproof.verify.judge import evidence
+    from resumeproof.verify.judge.diagnosis import Context
 
     names = {t.name for t in trajectories}
     failed = [c for c in evaluated.checks if not c.passed]
     extra = []
     if any(c.id.kind in COMPARISONS for c in failed) and REPEAT not in names:
-        extra.append(plan.reference(s, REPEAT))
+        extra.append(trainer_plan.reference(s, REPEAT))
     resumed = evaluated.resumes.get(RESUMED)
     unknown = resumed is not None and resumed.diagnosis is not None and not resumed.diagnosis.lost
     if declared and unknown and evaluated.determinism.deterministic:
         context = Context(resumed_at=s.primary, parts=declared, atol=s.atol)
         wanted = evidence.candidates(summaries[CONTINUOUS], summaries[RESUMED], context)
         tried = {part for _, part in _without_one_part(trajectories, s.primary)}  # a fault run is a probe too
-        extra += plan.probes(s, [p for p in wanted if p not in tried])
+        extra += trainer_plan.probes(s, [p for p in wanted if p not in tried])
     if evaluated.determinism.deterministic is False and not s.require_deterministic:  # the two tiers' evidence
-        extra += [plan.reference(s, name) for name in protocol.REPEATS if name not in names and name != REPEAT]
-        extra += [t for t in plan.restores(s, trajectories) if t.name not in names]
+        extra += [trainer_plan.reference(s, name) for name in protocol.REPEATS if name not in names and name != REPEAT]
+        extra += [t for t in trainer_plan.restores(s, trajectories) if t.name not in names]
     negative = evaluated.negative
-    if negative.verdict != DIVERGENT and negative.identical_to_full_resume and plan.SEEDED not in names:
-        extra.append(plan.seeded(s))
+    if negative.verdict != DIVERGENT and negative.identical_to_full_resume and trainer_plan.SEEDED not in names:
+        extra.append(trainer_plan.seeded(s))
     return extra
 
 
@@ -162,7 +167,7 @@ def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any 
 
 def _accept(t: Trajectory, s: Settings) -> Accepted:
     # Late: the checkers (weights_only, DCP) load once the first trainers run, not before they start.
-    from resumeproof.verify import accept
+    from resumeproof.verify.run import accept
 
     return accept.accept(t, s.allow)
 
@@ -206,8 +211,8 @@ def _result(
 
 
 def _restores_failed(trajectories: list[Trajectory]) -> str | None:
-    """A resume of 0 updates is the proof of a restore (verify/tiers.py): one that did not complete leaves the
-    verification without it."""
+    """A resume of 0 updates is the proof of a restore (verify/judge/summary_tiers.py): one that did not complete
+    leaves the verification without it."""
     twins = [t for t in trajectories if t.expectation and t.expectation.id.kind is CheckKind.RESTORE]
     return first_error(twins)
 
@@ -223,7 +228,7 @@ def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
 
 def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
     """Load every checkpoint with torch itself; the first refusal, if any."""
-    from resumeproof.verify import accept
+    from resumeproof.verify.run import accept
 
     for t in trajectories:
         if t.accepted is not None:

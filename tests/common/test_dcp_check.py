@@ -1,5 +1,5 @@
 """A DCP directory checked without torch (common/dcp_check.py): `.metadata`'s structure, as DCP writes it or refused.
-Its globals, storage entries and data files refused through the verifier: tests/verify/test_accept.py."""
+Its globals, storage entries and data files refused through the verifier: tests/verify/run/test_accept.py."""
 
 import pytest
 

@@ -1,6 +1,6 @@
 """The files DCP writes and the only globals its `.metadata` may name (common/dcp_files.py), held to the installed
-torch; the allowlist at work: tests/kit/distributed/test_dcp_io.py (the trainer) and tests/verify/test_accept.py (the
-verifier)."""
+torch; the allowlist at work: tests/kit/distributed/test_dcp_io.py (the trainer) and tests/verify/run/test_accept.py
+(the verifier)."""
 
 import torch
 

@@ -8,7 +8,7 @@ These tests hold `check` whole, against torch (the differential tests) and withi
 the modules it is made of are tested through it here (container.py, records.py, unpickler.py, tensors.py,
 values.py, walk.py, budget.py, limits.py, source.py). What one module holds against torch on its own is in
 tests/common/weights_only/ (allowlist, calls, opcodes, scan, container, errors); the seeded fuzz slice is
-tests/common/test_weights_only_fuzz.py, the real loader as a second authority tests/verify/test_torch_load.py.
+tests/common/test_weights_only_fuzz.py, the real loader as a second authority tests/verify/run/test_torch_load.py.
 """
 
 import collections

@@ -1,6 +1,6 @@
 """Every module path the words name exists: in the docs, in docstrings and comments, in every string of the code.
 
-A path is a file of this repository (`verify/plan.py`, `tests/kit/test_run.py`, `docs/checks.md`; one under the
+A path is a file of this repository (`verify/plan/trainer.py`, `tests/kit/test_run.py`, `docs/checks.md`; one under the
 package may be named from inside it, `kit/layout.py`) or a dotted module (`resumeproof.kit.layout`, with at most
 one name defined in it after: `resumeproof.kit.layout.capture`). CHANGELOG.md is history and may name what is gone.
 """
@@ -92,5 +92,5 @@ def test_the_check_finds_a_stale_path_and_a_stale_module(tmp_path):
     said = ["verify/determinism.py (file)", "resumeproof.verify.probes (module)", "kit/distributed/dcp.py (file)"]
     assert missing(stale) == said
     fine = tmp_path / "fine.py"
-    fine.write_text('"""See verify/plan.py, resumeproof.kit.layout.capture and tests/helpers.py."""\n')
+    fine.write_text('"""See verify/plan/trainer.py, resumeproof.kit.layout.capture and tests/helpers.py."""\n')
     assert missing(fine) == []

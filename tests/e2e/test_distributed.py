@@ -19,9 +19,9 @@ import sys
 import pytest
 
 from resumeproof.common import dcp_check, protocol
-from resumeproof.verify import accept
-from resumeproof.verify.compare import compare_keys, merge
-from resumeproof.verify.trajectories import TrajectoryError
+from resumeproof.verify.judge.compare import compare_keys, merge
+from resumeproof.verify.run import accept
+from resumeproof.verify.run.trajectories import TrajectoryError
 from tests.helpers import (
     LAUNCH_TIMEOUT,
     REPO,

@@ -162,6 +162,6 @@ def test_an_output_that_holds_something_else_is_left_untouched(reference, tmp_pa
 
 
 def test_the_plot_without_matplotlib_says_how_to_install_it(monkeypatch, tmp_path):
-    monkeypatch.setattr("resumeproof.verify.plot.available", lambda: False)
+    monkeypatch.setattr("resumeproof.verify.report.plot.available", lambda: False)
     code, said = cli(tmp_path / "c.pt", *BRANCHES, "--output", tmp_path / "f")
     assert code == 2 and '-e ".[plot]"' in said and "--no-plot" in said and not (tmp_path / "f").exists()

@@ -4,8 +4,8 @@ tests/trainers/undeclared_parts.py (a GradScaler, an EMA, a warmup read off the 
 flag kept as a Python attribute; meta.parts empty), through the protocol and, unmodified, through `--observe`: an lr
 that alone differs is the counter it is computed from (nanoGPT's `get_lr(iter_num)`), never the optimizer, whose
 state was restored; another loss from the same parameters, batch and generators blames no part and says what it can
-be. A lost GradScaler (`scaler`) and EMA (`ema`) are named the same both ways on the trainers of tests/trainers/evidence/
-(tests/e2e/test_evidence_undeclared.py).
+be. A lost GradScaler (`scaler`) and EMA (`ema`) are named the same both ways on the trainers of
+tests/trainers/evidence/ (tests/e2e/test_evidence_undeclared.py).
 """
 
 import pytest

@@ -1,6 +1,6 @@
 """A worker: reads case numbers on stdin, judges each with `resumeproof check` and with torch, prints JSON lines.
 
-Our side is the function behind the `resumeproof check` command (resumeproof/verify/vet.py), the
+Our side is the function behind the `resumeproof check` command (resumeproof/verify/run/vet.py), the
 same code a user runs on a file someone sent; a case has no sidecar, as such a file usually has none.
 
     python -B -m tests.fuzz.judge SEED DIRECTORY MEMORY_BYTES     (with the repository on PYTHONPATH)
@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from resumeproof.common.weights_only import INTERNAL
-from resumeproof.verify.vet import Verdict, vet
+from resumeproof.verify.run.vet import Verdict, vet
 
 from . import cases
 

@@ -3,8 +3,8 @@ DEST and runs one update; that update is compared bit for bit (atol 0, docs/prot
 reference: one update resumed from the same point in RUN, run beside it, or, for a point of a verification, the
 continuous run's next update (its history record: rows, lr, loss).
 
-The processes run as the verifier runs trajectories (verify/trajectories.py), and what they wrote is accepted
-as it accepts a trajectory's (verify/accept.py): the checkpoint's fingerprint and weights_only check, the
+The processes run as the verifier runs trajectories (verify/run/trajectories.py), and what they wrote is accepted
+as it accepts a trajectory's (verify/run/accept.py): the checkpoint's fingerprint and weights_only check, the
 summary's shape and step. A copy the trainer refuses is a failed check; a reference that fails is an export
 that could not complete.
 """
@@ -14,12 +14,12 @@ from pathlib import Path
 
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import HISTORY, OUTPUT_FLAG, RESUME_FLAG, STEPS_FLAG, CheckKind
-from resumeproof.verify import accept
-from resumeproof.verify.compare import Comparison, compare, summaries
 from resumeproof.verify.export.result import ExportCheck
 from resumeproof.verify.export.source import Command, Source
-from resumeproof.verify.summary import Summary
-from resumeproof.verify.trajectories import Trajectory, run_all
+from resumeproof.verify.judge.compare import Comparison, compare, summaries
+from resumeproof.verify.run import accept
+from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.run.trajectories import Trajectory, run_all
 
 FROM_RUN, FROM_COPY = "from-run", "from-copy"  # the processes, their output folders and logs under the work folder
 BIT_FOR_BIT = 0.0

@@ -21,14 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from resumeproof.common.protocol import CheckKind
-from resumeproof.verify.environment import version
 from resumeproof.verify.export import restorable, source, transfer
 from resumeproof.verify.export.report import proof_md
 from resumeproof.verify.export.result import Copied, Export, ExportCheck
 from resumeproof.verify.export.settings import ExportSettings
 from resumeproof.verify.export.source import Command, Point, Source
 from resumeproof.verify.export.store import RemoteStore, Store, StoreError, open_store
-from resumeproof.verify.vet import Verdict, vet
+from resumeproof.verify.run.environment import version
+from resumeproof.verify.run.vet import Verdict, vet
 
 COPY, LOGS = "copy", "logs"  # under the work folder: the copy as it came back from a URL; the processes' logs
 

@@ -1,5 +1,5 @@
 """What RUN holds to export: its resume points, newest first, each checked as the verifier checks a checkpoint
-(fingerprint and weights_only, verify/accept.py); the files that go with them; the command that resumes them.
+(fingerprint and weights_only, verify/run/accept.py); the files that go with them; the command that resumes them.
 
 RUN is a run directory (checkpoint.pt and generations step_NNNNNN.pt, docs/long-runs.md) or the output of
 `resumeproof verify` (its interrupted checkpoints, whose next update the continuous run holds). A point that
@@ -20,11 +20,11 @@ from resumeproof.common import fingerprint, manifest, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError, one_line
 from resumeproof.common.observation import FORMAT as OBSERVED
 from resumeproof.common.protocol import CHECKPOINT, CONTINUOUS, SUMMARY
-from resumeproof.verify import accept
-from resumeproof.verify.plan import point_names
-from resumeproof.verify.result import Verification
-from resumeproof.verify.summary import Summary, read_summary
-from resumeproof.verify.trajectories import TrajectoryError
+from resumeproof.verify.plan.trainer import point_names
+from resumeproof.verify.report.result import Verification
+from resumeproof.verify.run import accept
+from resumeproof.verify.run.summary import Summary, read_summary
+from resumeproof.verify.run.trajectories import TrajectoryError
 
 VERIFICATION_JSON = "verification.json"
 # What the export passes itself (docs/protocol.md, sections 1 and 6) and a long run's own cadence, dropped from a

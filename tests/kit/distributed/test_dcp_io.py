@@ -1,6 +1,6 @@
 """DCP checkpoints on the trainer's side (kit/distributed/dcp_io.py): what a torch.distributed.checkpoint `.metadata`
 may name, checked before it is unpickled allowlisted; a tampered one is refused and its payload never runs, while
-stock dcp.load runs it. The verifier refuses the same files: tests/verify/test_accept.py."""
+stock dcp.load runs it. The verifier refuses the same files: tests/verify/run/test_accept.py."""
 
 import warnings
 from pathlib import PosixPath
@@ -56,7 +56,7 @@ def test_stock_dcp_load_runs_the_payload_of_a_tampered_metadata(tmp_path):
 @pytest.mark.parametrize("how", DCP_TAMPERED)
 def test_a_dcp_directory_dcp_never_writes_is_refused_by_the_trainer_and_never_runs(tmp_path, how):
     """What stock dcp.load would run or trust is refused before anything is unpickled; the verifier refuses the same
-    directories (tests/verify/test_accept.py)."""
+    directories (tests/verify/run/test_accept.py)."""
     folder, marker = dcp_tampered(tmp_path, how)
     with pytest.raises(CheckpointError) as refused:
         dcp_io.load(empty_like_state(), folder)

@@ -28,7 +28,7 @@ from resumeproof.verify.export import source, transfer
 from resumeproof.verify.export.result import Copied
 from resumeproof.verify.export.store import open_store
 from resumeproof.verify.export.transfer import CURRENT, EXPORT_JSON, EXPORTS, PROOF_MD
-from resumeproof.verify.vet import Verdict, vet
+from resumeproof.verify.run.vet import Verdict, vet
 from tests.helpers import REPO, TRAINERS
 from tests.verify.export.conftest import new_bucket
 

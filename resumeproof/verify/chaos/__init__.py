@@ -1,0 +1,1 @@
+"""`resumeproof chaos`: kill a long run at random instants, restart it, lose nothing."""

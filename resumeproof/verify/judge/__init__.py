@@ -1,0 +1,1 @@
+"""Judging what the trajectories left: summaries and observer records, the checks, the diagnosis."""

@@ -1,0 +1,310 @@
+"""The first resumed update held against the continuous run's update k+1, bit for bit, as the observer recorded
+them (common/observation.py), in the order the update consumes its inputs: the generators drawn before the
+forward pass, the batch, the model, the generators drawn in it, the loss, the gradients, the GradScaler, the
+optimizer's state, the LR schedulers, the param groups' hyper-parameters, the parameters after the step. The first
+thing that differs is the diagnosis, with what was the same before it as its evidence.
+
+Which generator is evidence, and what its state says, is verify/judge/first_generators.py's.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+from resumeproof.common import observation as o
+from resumeproof.common.protocol import (
+    DATA,
+    EMA,
+    MODEL,
+    OPTIMIZER,
+    OTHER_RANKS_DATA,
+    OTHER_RANKS_RNG,
+    PROGRESS,
+    SCALER,
+    SCHEDULER,
+    generator_of,
+)
+from resumeproof.verify.judge.diagnosis import part_for
+from resumeproof.verify.judge.findings import DIRECT, Diagnosis
+from resumeproof.verify.judge.first_generators import (
+    BEFORE_FORWARD,
+    CONTINUOUS_RUN,
+    Found,
+    Observed,
+    Update,
+    generators,
+)
+
+RULE = DIRECT
+
+
+def diagnose(
+    continuous: Observed,
+    resumed: Observed,
+    k: int,
+    parts: tuple[str, ...],
+    rows_same: bool | None = None,
+    checks: "Checks | None" = None,
+    reference: str = CONTINUOUS_RUN,
+) -> Diagnosis | None:
+    """The first difference of the first resumed update, in causal order over every rank at once (a rank's other
+    batch comes before the gradients every rank then shares); None where the records cannot tell (none, another
+    number of ranks) or show the first resumed update the same as the continuous run's. `checks`: CHECKS or some."""
+    if not continuous or set(continuous) != set(resumed):
+        return None
+    updates: dict[int | None, Update] = {}
+    for rank in sorted(continuous, key=lambda r: -1 if r is None else r):
+        then, first = continuous[rank].at(k + 1), resumed[rank].at(1)
+        if then is None or first is None:
+            return None
+        before, restores = continuous[rank].at(k) or {}, resumed[rank].restores
+        replayed = _replayed(continuous[rank], first, k)
+        rows = rows_same if rows_same is not None or replayed is None else False  # another update's rows
+        updates[rank] = Update(before, then, first, restores, _unseen(then, parts), rows, replayed, reference)
+    same: list[str] = []
+    for label, check in CHECKS if checks is None else checks:
+        found = {rank: f for rank, update in updates.items() if (f := check(update)) is not None}
+        if found:
+            rank, finding = next(iter(found.items()))
+            owner = _batch_owner(continuous, resumed, rank, k) if finding.concept == DATA else None
+            others = rank is not None and 0 in updates and 0 not in found  # rank 0 resumed it right
+            found_in = (rank, owner, k, _blind(updates.values()))
+            return _diagnosis(finding, same, found_in, _parts(parts, others))
+        same += [label] if label else []
+    return None
+
+
+# The state the observer records entering an update, by the part it is: equal in both runs, that part was restored.
+_STATE_OF = (
+    (o.FORWARD, o.MODEL, MODEL),
+    (o.STEP, o.OPTIMIZER, OPTIMIZER),
+    (o.STEP, o.SCHEDULERS, SCHEDULER),
+    (o.STEP, o.SCALERS, SCALER),
+    (o.STEP, o.AVERAGED, EMA),
+)
+
+
+def restored(continuous: Observed, resumed: Observed, k: int, parts: tuple[str, ...]) -> frozenset[str]:
+    """The parts whose state entering the first resumed update equals update k+1's on every rank: restored, so no
+    rule on the summaries may name them (an optimizer counter that restarts later is an effect, not the cause)."""
+    if not continuous or set(continuous) != set(resumed):
+        return frozenset()
+    found = set()
+    for moment, key, concept in _STATE_OF:
+        pairs = [(_state(continuous[r].at(k + 1), moment, key), _state(resumed[r].at(1), moment, key)) for r in resumed]
+        if all(a and a == b for a, b in pairs) and (name := own_part(concept, parts)):
+            found.add(name)
+    return frozenset(found)
+
+
+def _state(update: dict[str, Any] | None, moment: str, key: str) -> Any:
+    return ((update or {}).get(moment) or {}).get(key)
+
+
+def _parts(parts: tuple[str, ...], others: bool) -> Callable[[str], str | None]:
+    """The declared part a concept names: under torchrun, where only the other ranks than 0 differ, the
+    rank-local part (`other-ranks.data`, `other-ranks.rng`) where the trainer declares it."""
+
+    def named(concept: str) -> str | None:
+        local = OTHER_RANKS_DATA if concept == DATA else OTHER_RANKS_RNG if generator_of(concept) else None
+        return local if others and local in parts else own_part(concept, parts)
+
+    return named
+
+
+# The parts the observer recognises by their class (and the progress counter an lr alone shows), whatever the trainer
+# calls them: named in the protocol's words where it declares no part of that kind (no meta.parts, or --observe).
+RECOGNISED = frozenset((SCALER, EMA, OPTIMIZER, SCHEDULER, PROGRESS))
+
+
+def own_part(concept: str, parts: tuple[str, ...]) -> str | None:
+    """The declared part a concept names; else, for a part the observer saw by its class (a GradScaler, an averaged
+    model, a generator, an optimizer, an LR scheduler), the protocol's own name, unless the trainer declares parts
+    of that kind and none of them is the one (two EMAs: which one the evidence cannot tell)."""
+    found = part_for(concept, parts)
+    if found is not None or not (concept in RECOGNISED or generator_of(concept)):
+        return found
+    return None if any(part_for(p, (concept,)) == concept for p in parts) else concept
+
+
+def _blind(updates: Any) -> str:
+    """What the observer could not read in either run (a private key this torch lacks), as a clause of evidence."""
+    found = sorted({name for u in updates for r in (u.then, u.first) for name in _state(r, o.STEP, o.UNSEEN) or ()})
+    return f"; unseen by the observer: {', '.join(found)}" if found else ""
+
+
+def _moment(moment: str, key: str, what: str, concept: str | None, why: str = "") -> Callable[[Update], Found | None]:
+    def check(u: Update) -> Found | None:
+        a, b = u.pair(moment, key)
+        return None if a == b else Found(f"{what} {_how(key, a, b)}", concept, why)
+
+    return check
+
+
+def _how(key: str, a: Any, b: Any) -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = [name for name in a if a.get(name) != b.get(name)] + [name for name in b if name not in a]
+        return f"differ at {', '.join(keys[:3])}" if keys else "differ"
+    return "differs"
+
+
+def _unseen(then: dict, parts: tuple[str, ...]) -> tuple[str, ...]:
+    seen = {name for moment in then.values() for named in (moment.get(o.GENERATORS) or {}).values() for name in named}
+    return tuple(p for p in parts if (name := generator_of(p)) is not None and name not in seen)
+
+
+def _replayed(continuous: o.Observation, first: dict[str, Any], k: int) -> int | None:
+    """The continuous update (other than k+1) whose batch the first resumed update received: where the histories
+    say nothing of the rows, a batch the continuous run took at another update is the data position's evidence
+    (an epoch started again, batches skipped), whatever else differs."""
+    mine = (first.get(o.FORWARD) or {}).get(o.BATCH)
+    then = ((continuous.at(k + 1) or {}).get(o.FORWARD) or {}).get(o.BATCH)
+    if mine is None or mine == then:
+        return None
+    seen = (
+        n for n, u in sorted(continuous.updates.items()) if n != k + 1 and (u.get(o.FORWARD) or {}).get(o.BATCH) == mine
+    )
+    return next(seen, None)
+
+
+def _batch(u: Update) -> Found | None:
+    """Another batch names the data position, unless a declared generator the observer cannot see may have drawn
+    it (a DataLoader's own torch.Generator) and it is no batch the continuous run took: then the evidence cannot
+    tell which."""
+    found = _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u)
+    if found is not None and u.replayed == 1:
+        return Found(f"the batch differs: it is {u.reference}'s batch of update 1", DATA, _REPLAY)
+    if found is not None and u.replayed is not None:
+        return Found(f"the batch differs: it is {u.reference}'s batch of update {u.replayed}", DATA)
+    if found is None or not u.unseen:
+        return found
+    return Found(found.said, None, f"the data position, or {', '.join(u.unseen)} (unseen by the observer), drew it")
+
+
+_REPLAY = (
+    "the resumed run replays the run from its start (or, unshuffled, its epoch): its data position was re-seeded or "
+    "rebuilt, not restored"
+)
+
+
+def _loss(u: Update) -> Found | None:
+    a, b = u.pair(o.LOSS, o.DIGEST)
+    if a == b:
+        return None
+    values = f"{u.get('first', o.LOSS, o.VALUE)} vs {u.get('then', o.LOSS, o.VALUE)}"
+    why = (
+        "the same parameters, batch and generators give another loss: state outside the state_dict (a Python "
+        "attribute, a non-persistent buffer) or a generator the observer cannot see (a torch.Generator of the "
+        "trainer's own) was not restored"
+    )
+    return Found(f"the loss differs ({values})", None, why)
+
+
+def _backwards(u: Update) -> Found | None:
+    """Another number of backward passes in the update: its micro-batches counted from a counter that restarted (a
+    gradient-accumulation index), whatever the first micro-batch's loss and generators say."""
+    a, b = u.pair(o.STEP, o.BACKWARDS)
+    if a is None or b is None or a == b:
+        return None
+    why = "the gradient-accumulation counter (micro-steps per update) was not restored"
+    return Found(f"{b} backward passes in the update vs {a}", PROGRESS, why)
+
+
+def _scaler(u: Update) -> Found | None:
+    """A GradScaler: the scale the loss was multiplied by (there even where the step is skipped), and its state
+    before the step (scale, growth tracker)."""
+    for a, b in (u.pair(o.LOSS, o.SCALE), u.pair(o.STEP, o.SCALERS)):
+        if a != b and a is not None and b is not None:  # a skipped step records no state before it
+            return Found(f"GradScaler {_scaled(a, b)}", SCALER)
+    return None
+
+
+def _scaled(a: Any, b: Any) -> str:
+    if isinstance(a, list) and isinstance(b, list) and a and b:
+        pairs = [(key, b[0].get(key), a[0].get(key)) for key in a[0] if a[0].get(key) != b[0].get(key)]
+        return ", ".join(f"{key} {new} vs {old}" for key, new, old in pairs) or "state differs"
+    return f"scale {b} vs {a}"
+
+
+def _groups(u: Update) -> Found | None:
+    """The param groups' hyper-parameters, where the optimizer's per-parameter state and every LR scheduler's are
+    the same (checked before): `Optimizer.load_state_dict` restores state and groups together, so an optimizer whose
+    state came back had its groups back too, and another lr is the schedule's (a scheduler made or stepped after the
+    load) or, with no scheduler, the counter the trainer computes it from. An optimizer with no state (SGD without
+    momentum) cannot show it was restored: then the evidence names nothing."""
+    a, b = (value or [] for value in u.pair(o.STEP, o.GROUPS))
+    if a == b:
+        return None
+    pairs = [(key, x.get(key), y.get(key)) for x, y in zip(a, b, strict=False) for key in x if x.get(key) != y.get(key)]
+    how = ", ".join(f"{key} {new} vs {old}" for key, old, new in pairs[:2]) or "differ"
+    said = f"the optimizer's hyper-parameters: {how}"
+    if not _holds_state(u.pair(o.STEP, o.OPTIMIZER)[0]):
+        return Found(said, None, "the optimizer holds no state: its param groups, or the schedule, were not restored")
+    if any(u.pair(o.STEP, o.SCHEDULERS)):
+        return Found(said, SCHEDULER, "the optimizer's state and every LR scheduler's are the same: " + _SCHEDULE)
+    return Found(said, PROGRESS, "the optimizer's state is the same and there is no LR scheduler: " + _COUNTER)
+
+
+_SCHEDULE = "the schedule was applied otherwise (a scheduler made or stepped after the optimizer's load)"
+_COUNTER = "the learning rate is recomputed from a counter that restarted"
+
+
+def _holds_state(state: Any) -> bool:
+    """Whether the observer's record of the optimizer's per-parameter state holds any (a digest, or a map of them)."""
+    if isinstance(state, dict):
+        return any(_holds_state(value) for value in state.values())
+    if isinstance(state, list):
+        return any(_holds_state(value) for value in state)
+    return bool(state)
+
+
+def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: int) -> int | None:
+    """Under torchrun: another rank whose batch at update k+1 this rank's first resumed update received."""
+    mine = (resumed[rank].at(1) or {}).get(o.FORWARD, {}).get(o.BATCH) if rank is not None else None
+    for other, seen in continuous.items():
+        if other != rank and mine is not None and ((seen.at(k + 1) or {}).get(o.FORWARD) or {}).get(o.BATCH) == mine:
+            return other
+    return None
+
+
+def _diagnosis(
+    found: Found, same: list[str], where: tuple[int | None, int | None, int, str], named: Callable[[str], str | None]
+) -> Diagnosis:
+    """`where`: the rank, the rank whose batch it received, k, and what the observer could not see (_blind)."""
+    rank, owner, k, blind = where
+    concepts = (found.concept,) if isinstance(found.concept, str) else found.concept or ()
+    parts = tuple(dict.fromkeys(p for p in (named(c) for c in concepts) if p))
+    said = f"rank {rank} received rank {owner}'s batch" if owner is not None else found.said
+    clauses = [f"same {label}" for label in same] + [said]
+    explanation = (
+        ("" if rank is None else f"rank {rank}: ") + ", ".join(clauses) + (f": {found.why}" if found.why else "")
+    )
+    evidence = f"observer records of update {k + 1} and the first resumed one"
+    return Diagnosis(lost=parts, rule=RULE, step=k + 1, evidence=evidence, explanation=explanation + blind)
+
+
+_GRADIENTS = "the same loss gives other gradients: a gradient accumulated before the update was not restored"
+_AFTER = "every input of the update is the same and the parameters after it differ"
+Checks = list[tuple[str, Callable[[Update], Found | None]]]
+CHECKS: Checks = [
+    ("", _backwards),  # recorded at the step, but a count the whole update follows: first
+    ("generators", generators(o.FORWARD, BEFORE_FORWARD)),
+    ("batch", _batch),
+    ("model", _moment(o.FORWARD, o.MODEL, "the model entering the update:", MODEL)),
+    ("", generators(o.AFTER, "drawn in the forward or backward pass")),
+    ("loss", _loss),
+    ("GradScaler", _scaler),
+    ("gradients", _moment(o.AFTER, o.GRADS, "the gradients", None, _GRADIENTS)),
+    ("optimizer state", _moment(o.STEP, o.OPTIMIZER, "the optimizer's state", OPTIMIZER)),
+    ("LR schedulers", _moment(o.STEP, o.SCHEDULERS, "an LR scheduler's state", SCHEDULER)),
+    ("hyper-parameters", _groups),
+    ("averaged models", _moment(o.STEP, o.AVERAGED, "an averaged model's state (an EMA, SWA)", EMA)),
+    ("", _moment(o.AFTER, o.PARAMS, "the parameters after the step", None, _AFTER)),
+]
+
+# What an update consumes, in its order, and nothing it computes: the restore of a trainer that is not deterministic.
+INPUTS: Checks = [(label, check) for label, check in CHECKS if label in ("generators", "batch", "model", "GradScaler")]
+INPUTS += [
+    (label, check)
+    for label, check in CHECKS
+    if label in ("optimizer state", "LR schedulers", "hyper-parameters", "averaged models")
+]

@@ -1,0 +1,212 @@
+"""A protocol trainer that is not deterministic, judged in two tiers (docs/checks.md, "A trainer that is not
+deterministic"):
+
+- the restore: beside each resume, the same command from the same checkpoint for 0 updates (plan.restores). Its
+  summary is the state that resume starts from: `step`, `history`, `state` and `next` (every generator's next
+  draw, the next lr) must equal, bit for bit, what the run it resumed from reported when it saved. This holds
+  whatever the kernels do, and it is the proof; a part that differs is named as for a deterministic trainer.
+  `eval` is left out: it is computed after the restore, by kernels that may round differently.
+- the trajectory: every update of the resume, and its end state, within the trainer's own run-to-run spread
+  (verify/judge/spread.py), measured by the continuous run, its repeats and the interrupted runs' first updates.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from resumeproof.common import protocol
+from resumeproof.common.flatfile import LOST as FLAT_CAUSE
+from resumeproof.common.protocol import (
+    CONTINUOUS,
+    EVAL,
+    HISTORY,
+    NEXT,
+    PROGRESS,
+    REPEATS,
+    RESUMED,
+    STATE,
+    STEP,
+    CheckId,
+    CheckKind,
+)
+from resumeproof.verify.judge.compare import compare_keys, merge
+from resumeproof.verify.judge.diagnosis import Context, facts, identical, part_for
+from resumeproof.verify.judge.findings import (
+    DIVERGENT,
+    OUTSIDE_SPREAD,
+    RESTORED,
+    WITHIN_SPREAD,
+    Check,
+    Diagnosis,
+    Fault,
+)
+from resumeproof.verify.judge.held import NO_RANDOM_STATE, Against, Held, compared, resume_entry
+from resumeproof.verify.judge.spread import Band, Outside, Run, measure
+from resumeproof.verify.plan.expectation import Expect, Expectation
+from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.run.trajectories import Trajectory
+from resumeproof.verify.settings import FLAT
+
+Summaries = Mapping[str, Summary]
+RESTORE_KEYS = (STEP, HISTORY, STATE, NEXT)
+END_KEYS = (STEP, STATE, NEXT, EVAL)
+
+
+def measured(trajectories: Sequence[Trajectory], summaries: Summaries) -> Band | None:
+    """The spread of the continuous run, its repeats and the interrupted runs' first updates; None until every
+    repeat has run."""
+    if any(name not in summaries for name in REPEATS):
+        return None
+    references = {name: run_of(summaries[name]) for name in (CONTINUOUS, *REPEATS)}
+    for t in trajectories:
+        e = t.expectation
+        if e is not None and e.kind is Expect.PREFIX and t.name in summaries:
+            references[t.name] = run_of(summaries[t.name], end=False)
+    return measure(references)
+
+
+def run_of(summary: Summary, end: bool = True) -> Run:
+    """A summary as the band reads it: its history by update, and its end state."""
+    records = {i + 1: r for i, r in enumerate(summary.history) if isinstance(r, dict)}
+    return Run(records, {key: summary.surface(key) for key in END_KEYS} if end else None)
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A resume of 0 updates held against what the run it resumed from saved."""
+
+    check: Check
+    caught_by: tuple[str, ...]  # the compared keys that differ (`state`, `next`, `history.rows`, ...)
+    count: int
+
+    @property
+    def same(self) -> bool:
+        return self.check.passed
+
+
+def restored(t: Trajectory, summaries: Summaries, parts: tuple[str, ...], k: int) -> Restored | None:
+    """The restore tier of one resume: its twin of 0 updates against the summary of the run it resumed from; None
+    where it has none (the flat file's fault: verification.py makes a twin that did not complete an error)."""
+    saved_by = t.after[0]
+    twin, saved = summaries.get(protocol.restored_name(t.name)), summaries[saved_by]
+    if twin is None:
+        return None
+    name = f"{t.name}: starts from what {saved_by} saved, bit for bit (a resume of 0 updates)"
+    check_id = CheckId(kind=CheckKind.RESTORE, trajectory=t.name)
+    found = merge(compare_keys(saved.surfaces, twin.surfaces, RESTORE_KEYS, 0.0).values())
+    why = None if found.concordant else _at_restore(saved, twin, parts, k, f"{saved_by} saved at {found.first_path}")
+    first = found.mismatches[0] if found.mismatches else None
+    check = Check(
+        id=check_id,
+        name=name,
+        passed=found.concordant,
+        max_abs_diff=found.max_abs_diff,
+        first_mismatch=first.path if first else None,
+        detail=first.reason if first else None,
+        diagnosis=why,
+        resumed_at=k,
+    )
+    return Restored(check, tuple(sorted(found.caught_by)), found.count)
+
+
+def _at_restore(saved: Summary, twin: Summary, parts: tuple[str, ...], k: int, where: str) -> Diagnosis:
+    """The parts whose state differs at the restore. Nothing has run yet, so a difference cannot have spread from
+    one part to another: each part whose reported state (or next draw) differs was not restored, and a step or a
+    history that differs is the progress."""
+    f = facts(replace(saved, eval=None), replace(twin, eval=None), Context(resumed_at=k, parts=parts, atol=0.0))
+    assert f is not None, "called where the restore differs"
+    progress = [PROGRESS] if STEP in f.differing or HISTORY in f.differing else []
+    named = [part_for(name, parts) for name in (*progress, *f.state_keys)] + list(f.draws)
+    lost = tuple(dict.fromkeys(p for p in named if p))
+    unnamed = [key for key in f.state_keys if part_for(key, parts) is None]
+    said = f"what a resume of 0 updates reports differs from what {where}"
+    if unnamed:
+        said += f"; state.{', state.'.join(unnamed)} names no declared part"
+    if not lost:
+        said += ": read the paths" if f.differing != {NEXT} else ": only `next` differs (the lr, a generator)"
+    evidence = "; ".join(f.evidence[:3])
+    return Diagnosis(lost=lost, rule=RESTORED, step=k + 1, evidence=evidence, explanation=said)
+
+
+def outside_check(check_id: CheckId, name: str, outside: Outside | None, restore: Check | None) -> Check:
+    """The trajectory tier of one run: inside the band, or where it first left it. Its diagnosis is the restore's
+    where the restore differs (the proof names the part), else it names none: state the restore cannot see, or a
+    spread its repeats underestimated."""
+    why = restore.diagnosis if restore is not None and not restore.passed else None
+    if outside is not None and why is None:
+        why = outside_diagnosis(outside)
+    return Check(
+        id=check_id,
+        name=name,
+        passed=outside is None,
+        max_abs_diff=outside.distance if outside is not None else None,
+        first_mismatch=outside.path if outside is not None else None,
+        detail=outside.said() if outside is not None else None,
+        diagnosis=why if outside is not None else None,
+        first_update=outside.step if outside is not None else None,
+    )
+
+
+def outside_diagnosis(outside: Outside) -> Diagnosis:
+    explanation = (
+        "what the resume starts from equals what was saved, yet the run leaves the trainer's own run-to-run spread: "
+        "state the summary does not report (a Python attribute, a generator it does not peek) or whose saved value "
+        "a fresh start shares at this point, or a spread its repeats underestimate"
+    )
+    return Diagnosis(lost=(), rule=OUTSIDE_SPREAD, step=outside.step, evidence=outside.said(), explanation=explanation)
+
+
+def within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
+    """A trainer that differs from itself: each run within its measured spread, each resume's restore bit for bit;
+    the negative control and the faults must differ at their restore (the restore tier above)."""
+    band, other = a.determinism.spread, a.summaries[t.name]
+    assert band is not None
+    parts_of, result = compared(a, other)
+    outside = band.outside(run_of(a.continuous), run_of(other, end=e.kind is not Expect.PREFIX))
+    restore = restored(t, a.summaries, a.parts, e.resumed_at) if t.after else None
+    if e.kind in (Expect.PREFIX, Expect.CONCORDANT):
+        name = e.name if e.kind is Expect.PREFIX else f"{t.name} (from step {e.resumed_at}) within the measured spread"
+        check = outside_check(e.id, name, outside, restore.check if restore is not None else None)
+        check = replace(check, resumed_at=e.resumed_at or None)
+        if e.kind is Expect.PREFIX:
+            return Held(check=check)
+        resume = resume_entry(a.continuous, other, result, parts_of["state"], check.diagnosis, None)
+        inside = outside is None  # the entry says what the check says: the first place outside the band
+        resume = replace(
+            resume,
+            verdict=WITHIN_SPREAD if inside else DIVERGENT,
+            mismatches=0 if inside else max(1, resume.mismatches),
+            first_mismatch=check.first_mismatch,
+        )
+        return Held(check=check, restore=restore.check if restore is not None else None, resume=resume)
+    # A run that must diverge: at its restore, else beyond the band (a part whose state at k equals a fresh start's,
+    # such as a generator drawn only at an epoch's start, shows only once the run draws from it).
+    at_restore = restore is not None and not restore.same
+    differs = at_restore or outside is not None
+    why = restore.check.diagnosis if at_restore and restore else outside_diagnosis(outside) if outside else None
+    first = restore.check.first_mismatch if at_restore and restore else outside.path if outside else None
+    check = Check(
+        id=e.id,
+        name=f"{e.name} (its restore, or its trajectory beyond the spread)",
+        passed=differs,
+        first_mismatch=first,
+        diagnosis=why,
+        resumed_at=e.resumed_at,
+        first_update=None if at_restore or outside is None else outside.step,
+    )
+    if e.is_fault:
+        caught = restore.caught_by if at_restore and restore else tuple(sorted(result.caught_by)) if differs else ()
+        fault = Fault(
+            detected=differs,
+            cause=FLAT_CAUSE if e.part == FLAT else f"{e.part} not restored",
+            caught_by=caught,
+            first_mismatch=first,
+            max_deviation=result.max_abs_diff,
+            mismatches=(restore.count if at_restore and restore else max(1, result.count)) if differs else 0,
+            diagnosis=why,
+            identical_to_full_resume=identical(a.summaries[RESUMED], other),
+        )
+        return Held(check=check, fault=(e.part or "", fault))
+    why = why if differs else NO_RANDOM_STATE
+    negative = resume_entry(a.continuous, other, result, parts_of["state"], why, identical(a.summaries[RESUMED], other))
+    verdict = DIVERGENT if differs else WITHIN_SPREAD
+    return Held(check=replace(check, diagnosis=why), negative=replace(negative, verdict=verdict))

@@ -1,0 +1,1 @@
+"""The plan: which trajectories a verification runs, and what each is expected to show."""

@@ -1,0 +1,190 @@
+"""`resumeproof verify --observe`: verify a training script as it is, from the observer's records alone.
+
+No protocol flag is appended and no summary.json is read. The commands carry placeholders the verifier fills for
+each trajectory: `{run}` a directory of its own that does not exist yet, `{steps}` the continuous run's N (the
+same in every process: the run length decides schedules, so the observer stops the interrupted run, never its
+flags), `{checkpoint}` the interrupted run's checkpoint, from `--checkpoint` (`{run}` there is the interrupted
+run's directory, `{step}` its last completed update). Every process is watched (resumeproof/observe/): the
+continuous run and its repeat record every update, an interrupted run is ended by the observer after update k,
+every resume records every update it runs, the negative control has the generators' setters blocked, and each
+fault one part's `load_state_dict`. verify/judge/recorded.py compares the records.
+"""
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from resumeproof.common import observation
+from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG
+from resumeproof.verify.plan.points import Epochs
+from resumeproof.verify.plan.trainer import OBSERVED, point_names
+from resumeproof.verify.run.trajectories import Observe, Trajectory, TrajectoryError
+from resumeproof.verify.settings import CHECKPOINT, RUN, STEP, STEPS, Settings, primary_first
+
+
+@dataclass(frozen=True)
+class Preset:
+    """The flags a framework's scripts take, so that `--train-cmd` can be the script as it is run."""
+
+    train: str  # appended to --train-cmd
+    resume: str  # appended to the resume command (--resume-cmd, else --train-cmd), after `train`
+    checkpoint: str  # --checkpoint, unless given
+
+
+PRESETS = {
+    # `TrainingArguments` through HfArgumentParser; the Trainer writes `checkpoint-N` every `save_steps`.
+    "transformers": Preset(
+        train="--max_steps {steps} --save_steps 1 --output_dir {run}",
+        resume="--resume_from_checkpoint {checkpoint}",
+        checkpoint="{run}/checkpoint-{step}",
+    ),
+    # `LightningCLI ... fit`: a ModelCheckpoint appended to the script's callbacks keeps every step's checkpoint,
+    # named by Lightning's global step (`step=3.ckpt`); the resume passes it to `fit --ckpt_path`.
+    "lightning": Preset(
+        train=(
+            "--trainer.max_steps {steps} --trainer.default_root_dir {run} --trainer.callbacks+=ModelCheckpoint"
+            " --trainer.callbacks.dirpath={run} --trainer.callbacks.filename={step}"
+            " --trainer.callbacks.every_n_train_steps=1 --trainer.callbacks.save_top_k=-1"
+        ),
+        resume="--ckpt_path {checkpoint}",
+        checkpoint="{run}/step={step}.ckpt",
+    ),
+}
+
+
+def with_preset(
+    name: str | None, train_cmd: str, resume_cmd: str | None, checkpoint: str | None
+) -> tuple[str, str | None, str | None]:
+    """The commands and pattern a preset fills in (the user's own --checkpoint wins)."""
+    if name is None:
+        return train_cmd, resume_cmd, checkpoint
+    preset = PRESETS[name]
+    train = f"{train_cmd} {preset.train}"
+    resume = f"{resume_cmd or train_cmd} {preset.train} {preset.resume}"
+    return train, resume, checkpoint or preset.checkpoint
+
+
+def command(template: str, run: Path, steps: int, checkpoint: Path | None = None) -> list[str]:
+    """A command line with its placeholders filled, token by token (a path with spaces stays one argument)."""
+    filled = {RUN: str(run), STEPS: str(steps), CHECKPOINT: str(checkpoint or "")}
+    out = []
+    for token in shlex.split(template):
+        for placeholder, value in filled.items():
+            token = token.replace(placeholder, value)
+        out.append(token)
+    return out
+
+
+def checkpoint_of(s: Settings, run: Path, step: int) -> Path:
+    return Path(s.checkpoint_pattern.replace(RUN, str(run)).replace(STEP, str(step)))
+
+
+def build(s: Settings) -> list[Trajectory]:
+    """The continuous run, its repeat (determinism before diagnosis), and one interrupted run per point; the
+    resumes follow each interrupted run once its checkpoint is known (`resumes`)."""
+    return [reference(s, CONTINUOUS), reference(s, REPEAT), *interrupted(s)]
+
+
+def reference(s: Settings, name: str) -> Trajectory:
+    """The continuous run, or a repeat of it (protocol.REPEATS), every update recorded."""
+    watch = Observe(s.output / OBSERVED / name, f"1-{s.steps}", values=s.atol > 0)
+    return _trajectory(s, name, s.train_cmd, watch)
+
+
+def interrupted(s: Settings) -> list[Trajectory]:
+    """One interrupted run per point (none until the points are inferred)."""
+    plan = []
+    for k in s.points:
+        name = point_names(k, k == s.primary)[0]
+        watch = Observe(s.output / OBSERVED / name, f"{k}-{k + 1}", stop=(s.stop, k))
+        plan.append(_trajectory(s, name, s.train_cmd, watch))
+    return plan
+
+
+def resumes(s: Settings, interrupted: Trajectory, k: int) -> list[Trajectory]:
+    """The resumes from an interrupted run that stopped after update `k`: the full resume, and from the primary
+    point the negative control and one fault per part."""
+    point = next(p for p in s.points if point_names(p, p == s.primary)[0] == interrupted.name)
+    resumed = point_names(point, point == s.primary)[1]
+    runs: list[tuple[str, tuple[str, ...]]] = [(resumed, ())]
+    if point == s.primary:
+        runs += [(RESUMED_NO_RNG, (observation.RNG_SETTERS,))]
+        runs += [(f"{FAULT_PREFIX}{part}", (part,)) for part in s.faults]
+    checkpoint = checkpoint_of(s, interrupted.output, k)
+    out = []
+    for name, block in runs:
+        watch = Observe(s.output / OBSERVED / name, f"1-{max(1, s.steps - k)}", block=block, values=s.atol > 0)
+        out.append(_trajectory(s, name, s.resume_template, watch, checkpoint, (interrupted.name,)))
+    return out
+
+
+def _trajectory(
+    s: Settings,
+    name: str,
+    template: str,
+    watch: Observe,
+    checkpoint: Path | None = None,
+    after: Sequence[str] = (),
+) -> Trajectory:
+    argv = command(template, s.output / name, s.steps, checkpoint)
+    log = s.output / "logs" / f"{name}.log"
+    return Trajectory(name, argv, s.output / name, log, tuple(after), observe=watch)
+
+
+def accept(s: Settings, t: Trajectory) -> None:
+    """What a finished process must have left: the observer's records of it, whole; an interrupted run stopped
+    by the observer after update k, and its checkpoint where `--checkpoint` says."""
+    assert t.observe is not None
+    seen = observation.read_all(t.observe.record)
+    if not seen:
+        raise TrajectoryError(
+            "the observer recorded nothing: the process never stepped a torch optimizer, or its interpreter ignored "
+            "PYTHONPATH (python -I or -E)"
+        )
+    failed = next((o.failed for o in seen.values() if o.failed), None)
+    if failed:
+        raise TrajectoryError(f"the observer could not watch it: {failed}")
+    first = seen[min(seen, key=lambda r: -1 if r is None else r)]
+    if t.observe.stop is not None:
+        k = t.observe.stop[1]
+        if first.stopped is None:
+            raise TrajectoryError(
+                f"it ended after {first.completed} updates, before the observer could stop it after {k}"
+            )
+        step = stopped_at(first)
+        found = checkpoint_of(s, t.output, step)
+        if not found.exists():
+            raise TrajectoryError(f"no checkpoint at {found} after update {step}{_written(s, t.output)}")
+
+
+def epoch_points(s: Settings, continuous: dict[int | None, observation.Observation]) -> tuple[int, ...]:
+    """`--interrupt-at epochs` read off the continuous run: every k after which it made a new DataLoader iterator
+    (an epoch starts, or an evaluation loop), and the middle of every stretch between them."""
+    boundaries = tuple(n - 1 for n in first_rank(continuous).iterators if 2 <= n <= s.steps)
+    if not boundaries:
+        raise TrajectoryError(
+            "--interrupt-at epochs: the continuous run made no new DataLoader iterator after its first update, so "
+            "no epoch boundary shows (no DataLoader, one epoch within --steps, or persistent workers): give k"
+        )
+    return primary_first(Epochs(rows=0, boundaries=boundaries).points(s.steps))
+
+
+def first_rank(seen: dict[int | None, observation.Observation]) -> observation.Observation:
+    """A trajectory's first record: the one process's, or rank 0's under a launcher."""
+    return seen[min(seen, key=lambda rank: -1 if rank is None else rank)]
+
+
+def stopped_at(seen: observation.Observation) -> int:
+    """The last update an interrupted run completed: K for `exit`; under `sigterm`, whatever its handler let run."""
+    return max(seen.stopped or 0, seen.completed or 0)
+
+
+def _written(s: Settings, run: Path) -> str:
+    """What the interrupted run did write that the pattern matches at another step, as a hint."""
+    pattern = s.checkpoint_pattern.replace(RUN, str(run))
+    if STEP not in pattern:
+        return ""
+    head, _, tail = pattern.partition(STEP)
+    found = sorted(str(p) for p in Path(head).parent.glob(Path(head).name + "*" + tail.split("/")[0]))
+    return f" (it wrote {', '.join(found[:4])}: choose --interrupt-at among their steps)" if found else ""

@@ -1,0 +1,201 @@
+"""Which trajectories a verification runs, and what each one must show against the continuous run.
+
+Every trajectory is a fresh process of the training command. Besides the four of the protocol
+(continuous, interrupted, resumed, resumed-no-rng), a verification can add an interrupted and
+resumed pair for every interruption point, chains of segments, a continuous run that writes a
+checkpoint after every step, and one resume per deliberately omitted part (the fault matrix).
+Each carries its expectation: a history prefix, concordance, or divergence. When a comparison
+fails, the evidence trajectories follow (verify/verification.py): a repeat of the continuous run,
+resumes without one candidate part, and a run of 0 updates.
+"""
+
+import sys
+from collections.abc import Sequence
+
+from resumeproof.common import protocol
+from resumeproof.common.protocol import (
+    CADENCE,
+    CONTINUOUS,
+    INTERRUPTED,
+    OMIT_RNG_FLAG,
+    OUTPUT_FLAG,
+    REPEAT,
+    RESUME_FLAG,
+    RESUMED,
+    RESUMED_NO_RNG,
+    STEPS_FLAG,
+    CheckId,
+    CheckKind,
+)
+from resumeproof.verify.plan.expectation import Expect, Expectation
+from resumeproof.verify.run.trajectories import Observe, Trajectory
+from resumeproof.verify.settings import ALL, FLAT, Settings
+
+FLAT_FILE = "flat.bin"
+OBSERVED = "observed"  # the folder of the observer's records, one (or one per rank) per trajectory
+SEEDED = "seeded"  # a run of 0 updates: what the generators draw right after seeding
+
+
+def reference(s: Settings, name: str = CONTINUOUS) -> Trajectory:
+    """The continuous run every other trajectory is held against (or, as REPEAT, a repeat of it)."""
+    argv = [*s.command, STEPS_FLAG, str(s.steps), OUTPUT_FLAG, str(s.output / name)]
+    expect = None
+    if name == REPEAT:
+        check = CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT)
+        expect = Expectation(kind=Expect.REPEAT, id=check, name="the continuous run repeats itself exactly")
+    starts = [*s.points, *(sum(chain[:j]) for chain in s.segments for j in range(1, len(chain)))]
+    around = {n for k in starts for n in (k, k + 1)}  # the last update before each resume, the first after it
+    observe = _observe(s, name, {1, s.steps, *around})
+    log = s.output / "logs" / f"{name}.log"
+    return Trajectory(name, argv, s.output / name, log, expectation=expect, reports_step=s.steps, observe=observe)
+
+
+def _observe(s: Settings, name: str, updates: set[int]) -> Observe | None:
+    """The observer's records of a trajectory: the updates of its process to record, counted from 1."""
+    wanted = frozenset(n for n in updates if 1 <= n <= s.steps)
+    return Observe(s.output / OBSERVED / name, wanted) if s.observe and wanted else None
+
+
+def _trajectory(
+    s: Settings,
+    name: str,
+    steps: int,
+    reports: int | None,
+    expect: Expectation | None,
+    extra: Sequence[str] = (),
+    after: str | None = None,
+    prepare: tuple[tuple[str, ...], ...] = (),
+) -> Trajectory:
+    command = s.resume_command if after else s.command  # a process that resumes runs --resume-cmd
+    argv = [*command, STEPS_FLAG, str(steps), OUTPUT_FLAG, str(s.output / name), *extra]
+    log = s.output / "logs" / f"{name}.log"
+    observe = _observe(s, name, {1, steps})  # its first update, and its last
+    return Trajectory(
+        name, argv, s.output / name, log, (after,) if after else (), prepare, expect, reports, observe=observe
+    )
+
+
+def _resume(s: Settings, name: str) -> list[str]:
+    return [RESUME_FLAG, str(s.output / name / protocol.CHECKPOINT)]
+
+
+def build(s: Settings, continuous: Trajectory | None = None) -> list[Trajectory]:
+    """The trajectories of a verification, each knowing what it must show; `continuous` may be one
+    already run (to infer the interruption points from its history)."""
+    assert s.points, "interruption points are known before the plan is built"
+    plan: list[Trajectory] = [continuous or reference(s)]
+    for k in s.points:
+        interrupted, resumed = point_names(k, k == s.primary)
+        check = CheckId(kind=CheckKind.PREFIX, trajectory=interrupted)
+        name = f"{interrupted}: history = first {k} records of continuous"
+        prefix = Expectation(kind=Expect.PREFIX, id=check, name=name, steps=k)
+        plan.append(_trajectory(s, interrupted, k, k, prefix))
+        check = CheckId(kind=CheckKind.RESUME, trajectory=resumed)
+        name = f"{resumed} (from step {k}) concordant with continuous"
+        concordant = Expectation(kind=Expect.CONCORDANT, id=check, name=name, resumed_at=k)
+        plan.append(_trajectory(s, resumed, s.steps - k, s.steps, concordant, _resume(s, interrupted), interrupted))
+    primary, rest = point_names(s.primary, True)[0], s.steps - s.primary
+    check = CheckId(kind=CheckKind.NEGATIVE_CONTROL, trajectory=RESUMED_NO_RNG)
+    name = "resume without RNG restore diverges (negative control)"
+    negative = Expectation(kind=Expect.DIVERGENT, id=check, name=name, resumed_at=s.primary)
+    plan.append(_trajectory(s, RESUMED_NO_RNG, rest, s.steps, negative, [*_resume(s, primary), OMIT_RNG_FLAG], primary))
+    plan += faults(s, [part for part in s.faults if part != ALL])
+    plan += _chains(s)
+    if s.cadence:
+        check = CheckId(kind=CheckKind.CADENCE, trajectory=CADENCE)
+        name = "writing a checkpoint every step changes nothing"
+        cadence = Expectation(kind=Expect.CONCORDANT, id=check, name=name, generations=True)
+        plan.append(
+            _trajectory(s, CADENCE, s.steps, s.steps, cadence, [protocol.CHECKPOINT_EVERY_FLAG, str(s.cadence)])
+        )
+    if s.repeat:
+        plan.append(reference(s, REPEAT))
+    return plan
+
+
+def faults(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
+    """One resume from the primary point per omitted part; each must diverge."""
+    primary, rest = point_names(s.primary, True)[0], s.steps - s.primary
+    out = []
+    for part in parts:
+        check = CheckId(kind=CheckKind.FAULT, trajectory=f"{protocol.FAULT_PREFIX}{part}", part=part)
+        fault = Expectation(
+            kind=Expect.DIVERGENT, id=check, name=f"resume without {part} diverges", part=part, resumed_at=s.primary
+        )
+        if part == FLAT:  # the flat file is exported from the primary checkpoint first, in the same job
+            flat = s.output / "inputs" / FLAT_FILE  # not in the fault's own --output, which must not exist
+            export = (sys.executable, "-B", "-m", "resumeproof", "flat", "export", _resume(s, primary)[1], str(flat))
+            extra = [protocol.RESUME_FLAT_FLAG, str(flat)]
+            out.append(_trajectory(s, check.trajectory or "", rest, None, fault, extra, primary, (export,)))
+        else:
+            extra = [*_resume(s, primary), protocol.omit_token(part)]
+            out.append(_trajectory(s, check.trajectory or "", rest, None, fault, extra, primary))
+    return out
+
+
+def probes(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
+    """Resumes from the primary point without one candidate part each: one that reproduces a failed resume
+    exactly is the evidence that names the part (verify/judge/evidence.py)."""
+    primary, rest = point_names(s.primary, True)[0], s.steps - s.primary
+    out = []
+    for part in parts:
+        name = f"probe-{part}"
+        check = CheckId(kind=CheckKind.FAULT, trajectory=name, part=part)
+        probe = Expectation(kind=Expect.PROBE, id=check, name=name, part=part, resumed_at=s.primary)
+        extra = [*_resume(s, primary), protocol.omit_token(part)]
+        out.append(_trajectory(s, name, rest, None, probe, extra, primary))
+    return out
+
+
+def restores(s: Settings, trajectories: Sequence[Trajectory]) -> list[Trajectory]:
+    """For a trainer that is not deterministic: beside every resume that makes a check (the resumes, the negative
+    control, the faults, a chain's last segment), the same command from the same checkpoint for 0 updates. Its
+    summary is the state that resume starts from, held bit for bit against what the run it resumed from saved
+    (the restore tier, verify/judge/summaries.py)."""
+    out = []
+    for t in trajectories:
+        e = t.expectation
+        if e is None or not t.after or e.kind not in (Expect.CONCORDANT, Expect.DIVERGENT) or e.part == FLAT:
+            continue  # the flat file's fault resumes from another file: the spread alone judges it
+        name = protocol.restored_name(t.name)
+        check = CheckId(kind=CheckKind.RESTORE, trajectory=t.name)
+        twin = Expectation(kind=Expect.PROBE, id=check, name=name, resumed_at=e.resumed_at)
+        extra = t.argv[t.argv.index(OUTPUT_FLAG, len(s.resume_command)) + 2 :]  # its --resume, --omit, ...
+        out.append(_trajectory(s, name, 0, None, twin, extra, t.after[0], t.prepare))
+    return out
+
+
+def seeded(s: Settings) -> Trajectory:
+    """A run of 0 updates: its next draws are the generators' right after seeding."""
+    probe = Expectation(kind=Expect.PROBE, id=CheckId(kind=CheckKind.NEGATIVE_CONTROL, trajectory=SEEDED), name=SEEDED)
+    return _trajectory(s, SEEDED, 0, 0, probe)
+
+
+def _chains(s: Settings) -> list[Trajectory]:
+    out = []
+    for c, chain in enumerate(s.segments, start=1):
+        done, before = 0, None
+        for j, steps in enumerate(chain, start=1):
+            name, done = f"{protocol.CHAIN_PREFIX}{c}-seg{j}", done + steps
+            label = f"chain {','.join(map(str, chain))} segment {j}"
+            if done < s.steps:
+                check = CheckId(kind=CheckKind.PREFIX, trajectory=name)
+                expect = Expectation(
+                    kind=Expect.PREFIX, id=check, name=f"{label}: history = first {done} records", steps=done
+                )
+            else:
+                check = CheckId(kind=CheckKind.RESUME, trajectory=name)
+                expect = Expectation(
+                    kind=Expect.CONCORDANT,
+                    id=check,
+                    name=f"{label} concordant with continuous",
+                    resumed_at=done - steps,
+                )
+            out.append(_trajectory(s, name, steps, done, expect, _resume(s, before) if before else [], before))
+            before = name
+    return out
+
+
+def point_names(k: int, primary: bool) -> tuple[str, str]:
+    """The primary point keeps the protocol's plain names; every other point is suffixed with its k."""
+    return (INTERRUPTED, RESUMED) if primary else (f"{INTERRUPTED}-{k}", f"{RESUMED}-{k}")

@@ -1,0 +1,1 @@
+"""The verification as one typed object, rendered: terminal, Markdown, JUnit, plot."""

@@ -1,0 +1,230 @@
+"""A verification as one typed object built once: verification.json is written from it and read back into it,
+and the terminal report, JUnit, Markdown and the pytest plugin render it.
+
+`Verification.from_json` also reads documents written before checks carried their identity (they read as
+`CheckKind.LEGACY`, their diagnoses stay in the comparison; docs/verification-json.md).
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from resumeproof.common import fingerprint, protocol
+from resumeproof.common.protocol import RESUMED, CheckKind
+from resumeproof.verify.judge.findings import DIVERGENT, Check, Coverage, Determinism, Fault, Resume
+from resumeproof.verify.report.verdict import Verdict, failure, verdict
+from resumeproof.verify.run.trajectories import Trajectory
+
+
+@dataclass(frozen=True)
+class CheckedCheckpoint:
+    """What `resumeproof check` says of a checkpoint the verifier resumed from without admitting it (a script's
+    own, under `verify --observe`): reported beside the verdict, never part of it."""
+
+    path: str
+    verdict: str  # verify/run/vet.py's Verdict: accepted, refused, unreadable
+    line: str  # check's own line
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "verdict": self.verdict, "line": self.line}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> "CheckedCheckpoint | None":
+        return cls(**d) if d else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrajectoryRecord:
+    """One process as it ran: its command, exit, time, checkpoint and log."""
+
+    argv: tuple[str, ...]
+    status: str
+    exit_code: int | None
+    wall_seconds: float | None
+    checkpoint_sha256: str | None
+    checkpoint_files: tuple[dict[str, Any], ...]
+    log: str
+    error: str | None
+    check: CheckedCheckpoint | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        checked = {"check": self.check.to_json()} if self.check else {}
+        return {
+            "argv": list(self.argv),
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "wall_seconds": self.wall_seconds,
+            "checkpoint_sha256": self.checkpoint_sha256,
+            "checkpoint_files": list(self.checkpoint_files),
+            "log": self.log,
+            "error": self.error,
+            **checked,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "TrajectoryRecord":
+        files, check = tuple(d.get("checkpoint_files", ())), CheckedCheckpoint.from_json(d.get("check"))
+        return cls(**{**d, "argv": tuple(d["argv"]), "checkpoint_files": files, "check": check})
+
+
+@dataclass(kw_only=True)
+class Verification:
+    """One verification: what was asked, what ran, and every check with its evidence."""
+
+    error: str | None  # why it could not complete (exit 2), else None
+    train_cmd: str
+    resume_cmd: str | None = None
+    protocol: str = ""
+    steps: int = 0
+    interrupt_at: tuple[int, ...] = ()
+    segments: tuple[tuple[int, ...], ...] = ()
+    atol: float = 0.0
+    allowed: dict[str, list[str]] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    trajectories: dict[str, TrajectoryRecord] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+    resumes: dict[str, Resume] = field(default_factory=dict)  # every resume that must be concordant
+    negative: Resume | None = None  # the resume without RNG restore
+    faults: dict[str, Fault] = field(default_factory=dict)
+    parts: tuple[str, ...] = ()  # what the trainer declares its --omit accepts (meta.parts), if it does
+    determinism: Determinism = field(default_factory=lambda: Determinism(repeated=False, deterministic=None))
+    nonfinite: tuple[str, ...] = ()  # paths in `state` where both runs hold the same infinity
+    coverage: Coverage | None = None
+    next_lr: float | None = None
+    plot: str | None = None
+    legacy_positive: bool | None = None  # an older document's own `positive`: its checks carry no kind to tell
+
+    @property
+    def all_checks_passed(self) -> bool:
+        return self.error is None and bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def deterministic(self) -> bool:
+        """Not shown to differ from itself: what the verdict reads. verification.json writes `determinism`'s own
+        value (null when nothing established it), never this one."""
+        return self.determinism.deterministic is not False
+
+    @property
+    def positive(self) -> bool:
+        """Every resume that must match does, and every history that must be a prefix is."""
+        if self.legacy_positive is not None:
+            return self.legacy_positive
+        must_match = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.RESTORE, CheckKind.CADENCE, CheckKind.CHECKPOINT)
+        return self.error is None and all(c.passed for c in self.checks if c.id.kind in must_match)
+
+    @property
+    def negative_divergence_detected(self) -> bool:
+        return self.negative is not None and self.negative.verdict == DIVERGENT
+
+    @property
+    def blind_to(self) -> list[str]:
+        return [part for part, fault in self.faults.items() if not fault.detected]
+
+    @property
+    def full_resume(self) -> Resume | None:
+        return self.resumes.get(RESUMED)
+
+    def checked(self) -> list[CheckedCheckpoint]:
+        """What `check` says of the checkpoints resumed from that the verifier did not admit itself."""
+        return [t.check for t in self.trajectories.values() if t.check is not None]
+
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def of_kind(self, *kinds: CheckKind) -> list[Check]:
+        return [c for c in self.checks if c.id.kind in kinds]
+
+    @property
+    def verdict(self) -> Verdict:
+        """The outcome and what it rests on, as every report says it (verify/report/verdict.py)."""
+        return verdict(self)
+
+    def to_json(self) -> dict[str, Any]:
+        full, negative = self.full_resume, self.negative
+        comparison = {}
+        if full is not None and negative is not None:
+            resumes = {name: r.to_json() for name, r in self.resumes.items()}
+            comparison = {"full_resume": full.to_json(), "no_rng_resume": negative.to_json(), "resumes": resumes}
+        return {
+            "all_checks_passed": self.all_checks_passed,
+            "positive": self.positive,
+            "negative_divergence_detected": self.negative_divergence_detected,
+            "deterministic": self.determinism.deterministic,  # as `determinism` says: null when not established
+            "error": self.error,
+            "verdict": self.verdict.to_json(),  # written for a reader; read back, it is computed again
+            "protocol": self.protocol,
+            "train_cmd": self.train_cmd,
+            "resume_cmd": self.resume_cmd,
+            "steps": self.steps,
+            "interrupt_at": list(self.interrupt_at),
+            "segments": [list(c) for c in self.segments],
+            "tolerance": {"atol": self.atol, "rtol": 0.0},
+            "allowed": self.allowed,
+            "environment": self.environment,
+            "trajectories": {name: t.to_json() for name, t in self.trajectories.items()},
+            "checks": [{**c.to_json(), "failure": failure(c, self)} for c in self.checks],
+            "comparison": comparison,
+            "faults": {part: f.to_json() for part, f in self.faults.items()},
+            "blind_to": self.blind_to,
+            "parts": list(self.parts),
+            "determinism": self.determinism.to_json(),
+            "nonfinite": list(self.nonfinite),
+            "coverage": self.coverage.to_json() if self.coverage else {},
+            "next_lr": self.next_lr,
+            **({"plot": self.plot} if self.plot else {}),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Verification":
+        """A verification.json, this version's or an older one (docs/verification-json.md)."""
+        comparison = d.get("comparison") or {}
+        checks = [Check.from_json(c) for c in d.get("checks", [])]
+        legacy = any(c.id.kind is CheckKind.LEGACY for c in checks)
+        return cls(
+            error=d.get("error"),
+            train_cmd=d.get("train_cmd", ""),
+            resume_cmd=d.get("resume_cmd"),
+            protocol=d.get("protocol", ""),
+            steps=d.get("steps", 0),
+            interrupt_at=tuple(d.get("interrupt_at", ())),
+            segments=tuple(tuple(c) for c in d.get("segments", ())),
+            atol=(d.get("tolerance") or {}).get("atol", 0.0),
+            allowed=d.get("allowed", {}),
+            environment=d.get("environment", {}),
+            trajectories={n: TrajectoryRecord.from_json(t) for n, t in d.get("trajectories", {}).items()},
+            checks=checks,
+            legacy_positive=d.get("positive") if legacy else None,
+            resumes={n: Resume.from_json(r) for n, r in comparison.get("resumes", {}).items()},
+            negative=Resume.from_json(comparison["no_rng_resume"]) if comparison.get("no_rng_resume") else None,
+            faults={p: Fault.from_json(f) for p, f in (d.get("faults") or {}).items()},
+            parts=tuple(d.get("parts", ())),
+            determinism=Determinism.from_json(d.get("determinism")),
+            nonfinite=tuple(d.get("nonfinite", ())),
+            coverage=Coverage.from_json(d.get("coverage")),
+            next_lr=d.get("next_lr"),
+            plot=d.get("plot"),
+        )
+
+    def write(self, path: Path) -> None:
+        """verification.json, written atomically."""
+        write_json(path, self.to_json())
+
+
+def write_json(path: Path, document: dict[str, Any]) -> None:
+    """A result document as JSON that keeps every float64 bit, written atomically."""
+    fingerprint.write_atomic(path, protocol.dumps(document).encode())
+
+
+def ran(t: Trajectory) -> TrajectoryRecord:
+    """One process as it ran, with the checkpoint it was accepted with."""
+    checkpoint = t.accepted.checkpoint if t.accepted is not None else None
+    return TrajectoryRecord(
+        argv=tuple(t.argv),
+        status=t.status,
+        exit_code=t.exit_code,
+        wall_seconds=t.seconds,
+        checkpoint_sha256=checkpoint.sha256 if checkpoint else None,
+        checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (),
+        log=str(t.log),
+        error=t.error,
+    )

@@ -1,0 +1,151 @@
+"""Run trajectories as fresh processes: at most `jobs` at once, each after the ones it needs.
+
+Every process gets its own log file and its own session, so that a timeout kills the trainer and
+anything it started. A trajectory's prerequisite steps (such as exporting the file it resumes
+from) run first, in the same job and log. A trajectory counts as done only once `accept` has
+checked what it wrote; its dependents start only after that. Each process is watched by the
+observer (common/observation.py) where the plan asks for its records.
+"""
+
+import os
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from resumeproof.common import observation
+from resumeproof.common.errors import ResumeproofError
+from resumeproof.verify.plan.expectation import Expectation
+from resumeproof.verify.run import failure
+from resumeproof.verify.run.outputs import Accepted
+
+QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class Observe:
+    """What the observer records in a trajectory's process: where, and which of its updates (counted from 1)."""
+
+    record: Path  # without suffix: each rank of a torchrun group adds its own (observation.record_file)
+    updates: frozenset[int] | str  # counted from 1, or as UPDATES_ENV writes them ("1-12")
+    stop: tuple[str, int] | None = None  # end the process after update K (observation.STOP_ENV)
+    block: tuple[str, ...] = ()  # the restores to make no-ops (observation.BLOCK_ENV)
+    values: bool = False  # keep the compared state by value too, for a tolerance (observation.VALUES_ENV)
+
+
+class TrajectoryError(ResumeproofError):
+    """A trajectory did not complete, or what it wrote is unusable."""
+
+
+@dataclass
+class Trajectory:
+    name: str
+    argv: list[str]
+    output: Path  # the directory the process writes (its --output)
+    log: Path
+    after: tuple[str, ...] = ()  # trajectories that must be done first
+    prepare: tuple[tuple[str, ...], ...] = ()  # commands run before argv, in the same job and log
+    expectation: Expectation | None = None  # what the plan requires of it (None: the reference run)
+    reports_step: int | None = None  # the step its summary must report (None: any)
+    status: str = QUEUED
+    exit_code: int | None = None
+    started: float | None = None
+    seconds: float | None = None
+    error: str | None = None
+    accepted: Accepted | None = None  # what `accept` found, once the trajectory is done
+    observe: Observe | None = None  # the observer's records it writes (common/observation.py), if any
+
+    def environment(self) -> dict[str, str] | None:
+        """Its process's environment: this one's, with the observer injected where it is asked for."""
+        if self.observe is None:
+            return None
+        watch = self.observe
+        return observation.environment(
+            dict(os.environ), watch.record, watch.updates, watch.stop, watch.block, watch.values
+        )
+
+    def elapsed(self) -> float:
+        if self.seconds is not None:
+            return self.seconds
+        return time.perf_counter() - self.started if self.started is not None else 0.0
+
+
+def run_all(
+    trajectories: list[Trajectory],
+    jobs: int,
+    timeout: float,
+    accept: Callable[[Trajectory], Accepted | None],
+    refresh: Callable[[], None] = lambda: None,
+    expand: Callable[[Trajectory], list[Trajectory]] = lambda done: [],
+) -> None:
+    """Run every trajectory whose dependencies are done; mark the rest skipped. `expand(done)` may add
+    trajectories once one is accepted (they join `trajectories`): what they are depends on what it wrote."""
+    by_name = {t.name: t for t in trajectories}
+    pending, running = [t for t in trajectories if t.status == QUEUED], dict[Future, Trajectory]()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        while pending or running:
+            for t in list(pending):
+                needs = [by_name[name].status for name in t.after]
+                if any(status in (FAILED, SKIPPED) for status in needs):
+                    pending.remove(t)
+                    t.status, t.error = SKIPPED, f"needs {', '.join(t.after)}"
+                elif all(status == DONE for status in needs) and len(running) < jobs:
+                    pending.remove(t)
+                    t.status, t.started = RUNNING, time.perf_counter()
+                    running[pool.submit(_run, t, timeout, accept)] = t
+            refresh()
+            finished, _ = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
+            for future in finished:
+                t = running.pop(future)
+                t.status = DONE if future.result() is None else FAILED
+                added = expand(t) if t.status == DONE else []
+                trajectories += added
+                pending += added
+                by_name.update((a.name, a) for a in added)
+    refresh()
+
+
+def first_error(trajectories: list[Trajectory]) -> str | None:
+    """Why the first trajectory that failed did (one skipped only follows another's failure); None: none failed."""
+    return next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+
+
+def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted | None]) -> str | None:
+    """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
+    try:
+        t.log.write_bytes(b"")
+        for step in t.prepare:
+            code = _spawn_and_wait(list(step), t.log, timeout)
+            if code != 0:
+                said = failure.said(t.log)
+                raise TrajectoryError(f"prerequisite `{shlex.join(step)}` exited with status {code}: {said}")
+        t.exit_code = _spawn_and_wait(t.argv, t.log, timeout, t.environment())
+        if t.exit_code != 0:
+            said = failure.said(t.log)
+            raise TrajectoryError(f"exited with status {t.exit_code}{': ' + said if said else ''} (log: {t.log})")
+        t.accepted = accept(t)
+    except TrajectoryError as err:
+        t.error = f"{t.name}: {err}"
+    finally:
+        t.seconds = time.perf_counter() - (t.started or time.perf_counter())
+    return t.error
+
+
+def _spawn_and_wait(argv: list[str], log_path: Path, timeout: float, env: dict[str, str] | None = None) -> int:
+    with open(log_path, "ab") as log:
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
+            )
+        except OSError as err:  # no such command, not executable, ...
+            raise TrajectoryError(f"cannot start {argv[0]!r}: {err.strerror or err}") from None
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the trainer and its children
+            proc.wait()
+            raise TrajectoryError(f"timed out after {timeout:g} s and was killed (log: {log_path})") from None
