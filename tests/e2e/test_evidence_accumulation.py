@@ -1,6 +1,6 @@
 """Another number of backward passes in the first resumed update names the progress counter, not the generators the
 extra micro-batch moved nor the optimizer: a micro-step counter restored from the update count, and an accumulation
-warm-up read from the process's own update index; the control passes (tests/trainers/evidence/accumulation.py)."""
+warm-up read from the process's own update index; the control passes (tests/trainers/evidence_accumulation.py)."""
 
 import shlex
 import sys
@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import TRAINERS, verification
 
 pytestmark = pytest.mark.xdist_group("evidence-accumulation")
-KIT = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(TRAINERS / 'evidence' / 'accumulation.py'))}"
+KIT = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(TRAINERS / 'evidence_accumulation.py'))}"
 SHORT = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")
 
 

@@ -1,7 +1,7 @@
 """Another loss from the same parameters, batch and generators: state outside the state_dict, said in those words and
 no part named, even where the summaries show an optimizer counter restarted later (an effect: the records show the
 optimizer restored). Two styles, a Python attribute of the model and a module-level global; the control passes
-(tests/trainers/evidence/outside_state.py)."""
+(tests/trainers/evidence_outside_state.py)."""
 
 import shlex
 import sys
@@ -11,7 +11,7 @@ import pytest
 from tests.helpers import TRAINERS, verification
 
 pytestmark = pytest.mark.xdist_group("evidence-outside")
-KIT = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(TRAINERS / 'evidence' / 'outside_state.py'))}"
+KIT = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(TRAINERS / 'evidence_outside_state.py'))}"
 SHORT = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")
 
 

@@ -1,6 +1,6 @@
 """An lr that alone differs at the first resumed update, the optimizer's state restored, is the schedule's or the
 counter's it is computed from, never the optimizer's: a warmup read from the loop's own index (no scheduler), and a
-LambdaLR made after the optimizer's load (tests/trainers/evidence/schedule.py); both controls pass."""
+LambdaLR made after the optimizer's load (tests/trainers/evidence_schedule.py); both controls pass."""
 
 import shlex
 import sys
@@ -10,7 +10,7 @@ import pytest
 from tests.helpers import TRAINERS, verification
 
 pytestmark = pytest.mark.xdist_group("evidence-schedule")
-KIT = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(TRAINERS / 'evidence' / 'schedule.py'))}"
+KIT = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(TRAINERS / 'evidence_schedule.py'))}"
 SHORT = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")
 CASES = {
     "": None,

@@ -1,6 +1,7 @@
 """A loop that declares no parts names the GradScaler or EMA it lost by the protocol's names (`scaler`, `ema`), from
 the observer's records of the first resumed update; the same loop as a plain script under `--observe`, with other
-checkpoint keys and another optimizer, gets the same names (tests/trainers/evidence/)."""
+checkpoint keys and another optimizer, gets the same names (tests/trainers/evidence_undeclared_parts.py,
+evidence_undeclared_script.py)."""
 
 import shlex
 import sys
@@ -11,8 +12,8 @@ from tests.helpers import TRAINERS, verification
 
 pytestmark = pytest.mark.xdist_group("evidence-undeclared")
 PY = shlex.quote(sys.executable)
-KIT = f"{PY} -B {shlex.quote(str(TRAINERS / 'evidence' / 'undeclared_parts.py'))}"
-SCRIPT = f"{PY} -B {shlex.quote(str(TRAINERS / 'evidence' / 'undeclared_script.py'))} --iters {{steps}} --out {{run}}"
+KIT = f"{PY} -B {shlex.quote(str(TRAINERS / 'evidence_undeclared_parts.py'))}"
+SCRIPT = f"{PY} -B {shlex.quote(str(TRAINERS / 'evidence_undeclared_script.py'))} --iters {{steps}} --out {{run}}"
 SHORT = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")
 LOST = {"lose-scaler": "scaler", "lose-ema": "ema", "ema-strict-false": "ema"}
 

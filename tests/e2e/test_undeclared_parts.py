@@ -1,18 +1,18 @@
 """A script that declares no parts gets the names of what the evidence shows, the same whichever way it is verified.
 
-tests/trainers/undeclared_parts.py (a GradScaler, an EMA, a warmup read off the iteration counter, a curriculum
-flag kept as a Python attribute; meta.parts empty), through the protocol and, unmodified, through `--observe`: an lr
-that alone differs is the counter it is computed from (nanoGPT's `get_lr(iter_num)`), never the optimizer, whose
-state was restored; another loss from the same parameters, batch and generators blames no part and says what it can
-be. A lost GradScaler (`scaler`) and EMA (`ema`) are named the same both ways on the trainers of
-tests/trainers/evidence/ (tests/e2e/test_evidence_undeclared.py).
+tests/trainers/evidence_amp_warmup_curriculum.py (a GradScaler, an EMA, a warmup read off the iteration counter, a
+curriculum flag kept as a Python attribute; meta.parts empty), through the protocol and, unmodified, through
+`--observe`: an lr that alone differs is the counter it is computed from (nanoGPT's `get_lr(iter_num)`), never the
+optimizer, whose state was restored; another loss from the same parameters, batch and generators blames no part and
+says what it can be. A lost GradScaler (`scaler`) and EMA (`ema`) are named the same both ways on the trainers of
+tests/trainers/evidence_undeclared_*.py (tests/e2e/test_evidence_undeclared.py).
 """
 
 import pytest
 
 from tests.helpers import TRAINERS, read_verification, run_verify
 
-TRAINER = TRAINERS / "undeclared_parts.py"
+TRAINER = TRAINERS / "evidence_amp_warmup_curriculum.py"
 PROTOCOL, OBSERVE = "protocol", "observe"
 SHORT = ("--steps", "8", "--interrupt-at", "4")
 OUTSIDE = "state outside the state_dict (a Python attribute, a non-persistent buffer)"

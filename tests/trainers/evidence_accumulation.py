@@ -2,7 +2,7 @@
 diagnosis must name the progress counter (the backward passes per update differ), not a generator or the optimizer.
 
     python -B verify_resume.py --output runs/accum --steps 6 --interrupt-at 3 \
-        --train-cmd "python -B tests/trainers/evidence/accumulation.py --bug micro-from-updates"
+        --train-cmd "python -B tests/trainers/evidence_accumulation.py --bug micro-from-updates"
 
 float64 regression, SGD with momentum, dropout from torch's global generator, a NumPy-shuffled data order of
 micro-batches of 2 rows. The first 2 updates accumulate 1 micro-batch, the later ones 2. Bugs:
@@ -10,11 +10,6 @@ micro-batches of 2 rows. The first 2 updates accumulate 1 micro-batch, the later
 resumed update steps after the wrong number of them), `warmup-from-loop` (the accumulation warm-up reads the
 process's own update index, which restarts at 0). True cause for both: the progress counter.
 """
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # _protocol_files, the plain protocol flags
 
 import numpy as np
 import torch

@@ -2,7 +2,7 @@
 diagnosis must name the schedule or the counter it is computed from, never the optimizer.
 
     python -B verify_resume.py --output runs/schedule --steps 8 --interrupt-at 4 \
-        --train-cmd "python -B tests/trainers/evidence/schedule.py --bug warmup-counter"
+        --train-cmd "python -B tests/trainers/evidence_schedule.py --bug warmup-counter"
 
 float64 regression, Adam, dropout from torch's global generator, a NumPy-shuffled data order, a linear warmup over 6
 updates: computed by hand from the update count (no scheduler object), or with `--scheduler` by a LambdaLR.
@@ -11,11 +11,6 @@ progress counter), `scheduler-after-load` (with a LambdaLR made after `optimizer
 multiplies the restored lr by the warmup's first factor, and its own load_state_dict does not set it back: true
 cause the scheduler). It declares no parts: the verifier knows the standard set.
 """
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # _protocol_files, the plain protocol flags
 
 import numpy as np
 import torch

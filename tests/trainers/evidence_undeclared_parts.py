@@ -2,7 +2,7 @@
 it lost, by the protocol's names (`scaler`, `ema`), from the observer's records.
 
     python -B verify_resume.py --output runs/undeclared \
-        --train-cmd "python -B tests/trainers/evidence/undeclared_parts.py --bug lose-ema"
+        --train-cmd "python -B tests/trainers/evidence_undeclared_parts.py --bug lose-ema"
 
 float64 regression, Adam, a CPU GradScaler whose scale grows every two updates (the scale is a power of two and
 nothing overflows, so only the scaler's own state shows a lost scaler), an EMA of the weights
@@ -11,11 +11,6 @@ Bugs: `lose-scaler` (the scaler is not saved), `lose-ema` (the EMA is not saved)
 loaded with `load_state_dict(strict=False)` under keys that match nothing, so nothing is loaded). Without --bug
 the resume is correct.
 """
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # _protocol_files, the plain protocol flags
 
 import numpy as np
 import torch

@@ -2,8 +2,8 @@
 must be named by the same parts (`scaler`, `ema`) whichever way the loop is verified.
 
     resumeproof verify --observe --output runs/undeclared-script --steps 8 --interrupt-at 4 \\
-      --train-cmd  "python -B tests/trainers/evidence/undeclared_script.py --iters {steps} --out {run}" \\
-      --resume-cmd "python -B tests/trainers/evidence/undeclared_script.py --iters {steps} --out {run} \\
+      --train-cmd  "python -B tests/trainers/evidence_undeclared_script.py --iters {steps} --out {run}" \\
+      --resume-cmd "python -B tests/trainers/evidence_undeclared_script.py --iters {steps} --out {run} \\
                     --resume {checkpoint} --bug lose-ema" \\
       --checkpoint "{run}/ckpt_{step}.pt"
 

@@ -2,7 +2,7 @@
 outside the state_dict"), with the same parameters, batch and generators as its evidence, and name no part.
 
     python -B verify_resume.py --output runs/outside --steps 6 --interrupt-at 3 \
-        --train-cmd "python -B tests/trainers/evidence/outside_state.py --bug attribute"
+        --train-cmd "python -B tests/trainers/evidence_outside_state.py --bug attribute"
 
 float64 regression, Adam, dropout from torch's global generator, a NumPy-shuffled data order. After update 2 a
 curriculum switches on: the model adds a second, harder term to its output. Correct, the switch is saved in the
@@ -10,11 +10,6 @@ checkpoint and set back at the resume. Bugs: `attribute` (the switch is a Python
 `model.hard`, not saved), `global` (the switch is a module-level global, not saved). True cause for both: state
 outside the state_dict; no part.
 """
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # _protocol_files, the plain protocol flags
 
 import numpy as np
 import torch

@@ -1,7 +1,7 @@
 """A mixed-precision loop with an EMA and a warmup that speaks the protocol by hand and declares no parts.
 
     python -B verify_resume.py --output runs/u --steps 8 --interrupt-at 4 \
-        --train-cmd "python -B tests/trainers/undeclared_parts.py --bug scaler-not-saved"
+        --train-cmd "python -B tests/trainers/evidence_amp_warmup_curriculum.py --bug scaler-not-saved"
 
 Users' trainers rarely list their parts: its summary's meta has none, so the verifier knows only the standard set
 (no GradScaler, no EMA). The same script runs unmodified under `verify --observe` with `--until {steps}` (the run's
@@ -23,18 +23,48 @@ Each bug loses one of them at the resume, the way users' code does:
 """
 
 import argparse
+import hashlib
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-sys.path.insert(0, str(Path(__file__).parent / "corpus_other"))
-import _plain  # the protocol by hand: checked save and load, peek, JSON
-
 BUGS = ("scaler-not-saved", "ema-not-saved", "ema-strict-false", "warmup-counter", "attribute")
 ROWS, BATCH, HIDDEN, LR, WARMUP = 16, 4, 16, 0.05, 6
+
+
+def write(obj: Any, path: Path) -> None:
+    """torch.save, then `sha256sum`'s line beside it (the protocol by hand)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(obj, path)
+    path.with_name(path.name + ".sha256").write_text(f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}\n")
+
+
+def load(path: Path) -> Any:
+    if hashlib.sha256(path.read_bytes()).hexdigest() != path.with_name(path.name + ".sha256").read_text().split()[0]:
+        sys.exit(f"{path}: sha256 does not match; refusing to resume")
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def peek(generator: torch.Generator | None = None) -> list[float]:
+    """The next three draws of a generator (torch's global one by default), not consumed."""
+    get, put = (generator.get_state, generator.set_state) if generator else (torch.get_rng_state, torch.set_rng_state)
+    saved = get()
+    draws = torch.rand(3, generator=generator, dtype=torch.float64).tolist()
+    put(saved)
+    return draws
+
+
+def plain(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return {str(k): plain(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 class Net(nn.Module):
@@ -70,7 +100,7 @@ shuffle = torch.Generator().manual_seed(1)
 perm, pos, step, history = None, ROWS, 0, []
 
 if args.resume:
-    ckpt = _plain.load(args.resume)
+    ckpt = load(args.resume)
     model.load_state_dict(ckpt["model"])
     optim.load_state_dict(ckpt["optim"])
     if "scaler" in ckpt:
@@ -96,7 +126,7 @@ def save() -> None:
         ckpt["ema"] = ema.state_dict()
     if args.bug != "attribute":
         ckpt["hard"] = model.hard
-    _plain.save(ckpt, args.output / "checkpoint.pt")
+    write(ckpt, args.output / "checkpoint.pt")
 
 
 updates = args.steps if args.steps is not None else args.until - step
@@ -125,12 +155,15 @@ for it in range(updates):
 save()
 with torch.no_grad():
     mse = nn.functional.mse_loss(ema(x), y).item()
-_plain.write_summary(
-    args,
-    (),  # no part declared: meta.parts is empty
-    step=step,
-    history=history,
-    state={"model": model.state_dict(), "optim": optim.state_dict(), "scaler": scaler.state_dict(), "pos": pos},
-    next={"lr": optim.param_groups[0]["lr"], "rng": {"torch": _plain.peek(), "shuffle": _plain.peek(shuffle)}},
-    eval={"mse": mse},
-)
+summary = {
+    "protocol": "resume-protocol/1",
+    "step": step,
+    "history": history,
+    "state": plain({"model": model.state_dict(), "optim": optim.state_dict(), "scaler": scaler.state_dict()})
+    | {"pos": pos},
+    "next": {"lr": optim.param_groups[0]["lr"], "rng": {"torch": peek(), "shuffle": peek(shuffle)}},
+    "eval": {"mse": mse},
+    "meta": {"omitted": []},  # no `parts`: the verifier knows only the standard set
+}
+args.output.mkdir(parents=True, exist_ok=True)
+(args.output / "summary.json").write_text(json.dumps(summary))
