@@ -28,7 +28,7 @@ NOT_OBSERVED = (
     "segments", "check_cadence", "repeat", "no_observe", "plot", "allow_unsafe_pickle", "allow_opaque",
     "torch_load",
 )  # fmt: skip
-ONLY_OBSERVED = ("checkpoint", "preset", "stop")
+ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run")
 
 
 @click.command(name="verify", cls=Command, context_settings=CONTEXT)
@@ -108,6 +108,12 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop")
     help="With --observe: end the interrupted run just before update k+1's step (exit), or SIGTERM it after "
     "update k and let its handler save (sigterm).",
 )
+@click.option(
+    "--resume-from-run",
+    is_flag=True,
+    help="With --observe: each resuming process gets {run} = its own fresh copy of the interrupted run's folder, "
+    "checkpoint and all, for a script that resumes from its output folder ({checkpoint} then optional).",
+)
 @click.option("--plot", is_flag=True, help="Write DIR/verification.png (needs the 'plot' extra: matplotlib).")
 @click.option(
     "--allow-unsafe-pickle",
@@ -154,6 +160,7 @@ def run_verify(
     checkpoint,
     preset,
     stop,
+    resume_from_run,
     plot,
     allow_unsafe_pickle,
     allow_opaque,
@@ -193,6 +200,7 @@ def run_verify(
             script=observe,
             checkpoint=checkpoint,
             stop=stop,
+            resume_from_run=resume_from_run,
         )
     )
     if plot:

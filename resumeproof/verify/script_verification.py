@@ -17,7 +17,7 @@ from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.plan.trainer import OBSERVED, point_names
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
-from resumeproof.verify.run import environment, vet
+from resumeproof.verify.run import environment, inputs, vet
 from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
 from resumeproof.verify.settings import Settings
 
@@ -42,6 +42,7 @@ def verify(s: Settings, out: Console) -> Verification:
         trajectories += [script_plan.reference(s, name) for name in REPEATS[1:]]  # the spread, measured
         error = _run(s, trajectories, out)
     records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
+    error = inputs.changed(t.left for t in trajectories if t.left) or error  # the likely cause of any failure
     if error is None:  # digests compare only between records made with the same fingerprints
         error = observation.comparable(seen for ranks in records.values() for seen in ranks.values())
     result = _base(s, trajectories, error)
@@ -155,6 +156,7 @@ def _judge_within_spread(s: Settings, result: Verification, records: Records, ch
 
 
 def _base(s: Settings, trajectories: list[Trajectory], error: str | None) -> Verification:
+    left = {t.name: t.left for t in trajectories if t.left is not None}
     return Verification(
         error=error,
         train_cmd=s.train_cmd,
@@ -165,19 +167,33 @@ def _base(s: Settings, trajectories: list[Trajectory], error: str | None) -> Ver
         atol=s.atol,
         allowed={"unsafe_pickle": [], "opaque": []},
         environment=environment.of({}),  # the verifier's; the trainer writes no meta to read its own from
-        trajectories={t.name: _record(s, t) for t in trajectories},
+        trajectories={t.name: _record(s, t, left) for t in trajectories},
     )
 
 
-def _record(s: Settings, t: Trajectory) -> TrajectoryRecord:
-    """A process as it ran; for an interrupted run that left its checkpoint, what `check` says of that checkpoint,
-    which the resumes loaded as the script's own (the verdict never rests on it)."""
+def _record(s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint]) -> TrajectoryRecord:
+    """A process as it ran; for a resume, what it started from; for an interrupted run that left its checkpoint,
+    what `check` says of that checkpoint, which the resumes loaded as the script's own (the verdict never rests
+    on it)."""
     as_run = ran(t)
+    if t.starts_from is not None:
+        return replace(as_run, started_from=_started_from(t, left))
     if t.observe is None or t.observe.stop is None or t.status != DONE:
         return as_run
     found = vet.vet(script_plan.checkpoint_of(s, t.output, _stopped(observation.read_all(t.observe.record))))
     check = CheckedCheckpoint(str(found.path), str(found.verdict), found.line())
     return replace(as_run, checkpoint_files=tuple(f.entry() for f in found.files), check=check)
+
+
+def _started_from(t: Trajectory, left: dict[str, inputs.Fingerprint]) -> dict[str, str | None]:
+    """A resume's input: the checkpoint its command named, the folder it is a copy of (--resume-from-run), and the
+    interrupted run's checkpoint's sha256 as fingerprinted before any resume started."""
+    source = left.get(t.after[0]) if t.after else None
+    return {
+        "checkpoint": str(t.starts_from),
+        "copy_of": str(t.copy_of) if t.copy_of is not None else None,
+        "sha256": source.sha256 if source is not None else None,
+    }
 
 
 def _stopped(seen: dict[int | None, observation.Observation]) -> int:

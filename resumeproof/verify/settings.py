@@ -32,6 +32,9 @@ NEEDED = {
     CHECKPOINT: "the resuming process must be told which checkpoint to resume from",
 }
 
+FROM_RUN_INSIDE = "with --resume-from-run the checkpoint must lie in {run}, the folder each resume gets a copy of"
+FROM_RUN_NEEDS = "applies only with --observe (a protocol trainer resumes from the file its --resume-from names)"
+
 
 class SettingsError(ResumeproofError):
     """An option value that cannot be verified; `flag` names the option."""
@@ -67,6 +70,7 @@ class Settings:
     script: bool = False
     checkpoint: str | None = None  # the interrupted run's checkpoint, `{run}` and `{step}` (--checkpoint)
     stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
+    resume_from_run: bool = False  # each resume's `{run}`: a fresh copy of the interrupted run's folder
 
     def __post_init__(self) -> None:
         _at_least("--steps", self.steps, 2)
@@ -87,6 +91,7 @@ class Settings:
             _check_script(self)
         else:
             _check_parts(self.faults)
+            _check_not_from_run(self.resume_from_run)
 
     @property
     def primary(self) -> int:
@@ -119,7 +124,7 @@ def _check_script(s: Settings) -> None:
         raise SettingsError("--checkpoint" if s.checkpoint is None else "--resume-cmd", "is required with --observe")
     needs = (
         ("--train-cmd", s.train_cmd, (RUN, STEPS)),
-        ("--resume-cmd", s.resume_cmd, (RUN, STEPS, CHECKPOINT)),
+        ("--resume-cmd", s.resume_cmd, (RUN, STEPS) if s.resume_from_run else (RUN, STEPS, CHECKPOINT)),
         ("--checkpoint", s.checkpoint, (RUN,)),
     )
     for flag, text, placeholders in needs:
@@ -127,12 +132,21 @@ def _check_script(s: Settings) -> None:
         if missing:
             raise SettingsError(flag, f"{text!r} lacks {', '.join(missing)}: {NEEDED[missing[0]]}")
         parse_train_cmd(text, flag)
+    if s.resume_from_run and not s.checkpoint.startswith(RUN):
+        raise SettingsError("--checkpoint", f"{s.checkpoint!r}: {FROM_RUN_INSIDE}")
     unknown = [p for p in s.faults if p not in observation.BLOCKABLE]
     if unknown:
         among = ", ".join(observation.BLOCKABLE)
         raise SettingsError("--faults", f"{unknown[0]!r}: with --observe, all or among {among}")
     if s.stop not in observation.STOPS:
         raise SettingsError("--stop", f"{s.stop!r}: one of {', '.join(observation.STOPS)}")
+
+
+def _check_not_from_run(resume_from_run: bool) -> None:
+    """A protocol trainer resumes from the file its --resume-from names and writes only its --output: no run folder
+    of its own to resume from, nothing to copy."""
+    if resume_from_run:
+        raise SettingsError("--resume-from-run", FROM_RUN_NEEDS)
 
 
 @dataclass(frozen=True, kw_only=True)

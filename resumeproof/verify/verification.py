@@ -18,7 +18,7 @@ from resumeproof.verify.plan import trainer as trainer_plan
 from resumeproof.verify.plan.expectation import Expect
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import Verification, ran
-from resumeproof.verify.run import environment
+from resumeproof.verify.run import environment, inputs
 from resumeproof.verify.run.outputs import Accepted
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory, TrajectoryError, first_error
@@ -47,8 +47,9 @@ def verify(s: Settings, out: Console) -> Verification:
     evaluated = None
     if error is None:
         evaluated = _with_evidence(trajectories, s, out)
-        error = _restores_failed(trajectories) or _inputs_unchanged(trajectories)
+        error = _restores_failed(trajectories)
         error = error or (_torch_load_all(trajectories) if s.torch_load else None)
+    error = _inputs_unchanged(trajectories) or error  # a resume that wrote its input: the likely cause of any failure
     result = _result(s, trajectories, evaluated if error is None else None, error)
     if result.error is None and s.plot:
         from resumeproof.verify.report import plot as plot_module
@@ -218,12 +219,11 @@ def _restores_failed(trajectories: list[Trajectory]) -> str | None:
 
 
 def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
-    """A resume must read its checkpoint, never write it: re-hash every one resumed from."""
+    """A resume must read its checkpoint, never write it: re-hash every one resumed from, file by file, against the
+    digests it was accepted with before its resumes started; the first file that differs is named."""
     resumed_from = {name for t in trajectories for name in t.after}
-    for t in trajectories:
-        if t.name in resumed_from and t.accepted is not None and not t.accepted.checkpoint.unchanged():
-            return f"{t.accepted.checkpoint.path}: changed while it was being resumed from"
-    return None
+    taken = [t.accepted.checkpoint for t in trajectories if t.name in resumed_from and t.accepted is not None]
+    return inputs.changed(inputs.accepted(info) for info in taken)
 
 
 def _torch_load_all(trajectories: list[Trajectory]) -> str | None:

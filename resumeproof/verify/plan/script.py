@@ -19,6 +19,7 @@ from resumeproof.common import observation
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG
 from resumeproof.verify.plan.points import Epochs
 from resumeproof.verify.plan.trainer import OBSERVED, point_names
+from resumeproof.verify.run import inputs
 from resumeproof.verify.run.trajectories import Observe, Trajectory, TrajectoryError
 from resumeproof.verify.settings import CHECKPOINT, RUN, STEP, STEPS, Settings, primary_first
 
@@ -104,18 +105,21 @@ def interrupted(s: Settings) -> list[Trajectory]:
 
 def resumes(s: Settings, interrupted: Trajectory, k: int) -> list[Trajectory]:
     """The resumes from an interrupted run that stopped after update `k`: the full resume, and from the primary
-    point the negative control and one fault per part."""
+    point the negative control and one fault per part. With --resume-from-run each runs in a copy of the
+    interrupted run's folder, made as it starts, and `{checkpoint}` names the checkpoint in that copy."""
     point = next(p for p in s.points if point_names(p, p == s.primary)[0] == interrupted.name)
     resumed = point_names(point, point == s.primary)[1]
     runs: list[tuple[str, tuple[str, ...]]] = [(resumed, ())]
     if point == s.primary:
         runs += [(RESUMED_NO_RNG, (observation.RNG_SETTERS,))]
         runs += [(f"{FAULT_PREFIX}{part}", (part,)) for part in s.faults]
-    checkpoint = checkpoint_of(s, interrupted.output, k)
     out = []
     for name, block in runs:
         watch = Observe(s.output / OBSERVED / name, f"1-{max(1, s.steps - k)}", block=block, values=s.atol > 0)
-        out.append(_trajectory(s, name, s.resume_template, watch, checkpoint, (interrupted.name,)))
+        checkpoint = checkpoint_of(s, s.output / name if s.resume_from_run else interrupted.output, k)
+        t = _trajectory(s, name, s.resume_template, watch, checkpoint, (interrupted.name,))
+        t.starts_from, t.copy_of = checkpoint, interrupted.output if s.resume_from_run else None
+        out.append(t)
     return out
 
 
@@ -156,6 +160,7 @@ def accept(s: Settings, t: Trajectory) -> None:
         found = checkpoint_of(s, t.output, step)
         if not found.exists():
             raise TrajectoryError(f"no checkpoint at {found} after update {step}{_written(s, t.output)}")
+        t.left = inputs.take(found)  # before any resume starts: verify/script_verification.py checks it after all
 
 
 def epoch_points(s: Settings, continuous: dict[int | None, observation.Observation]) -> tuple[int, ...]:

@@ -46,9 +46,11 @@ class TrajectoryRecord:
     log: str
     error: str | None
     check: CheckedCheckpoint | None = None
+    started_from: dict[str, str | None] | None = None  # a script's resume: checkpoint, copy_of, sha256
 
     def to_json(self) -> dict[str, Any]:
-        checked = {"check": self.check.to_json()} if self.check else {}
+        checked: dict[str, Any] = {"check": self.check.to_json()} if self.check else {}
+        checked |= {"started_from": self.started_from} if self.started_from else {}
         return {
             "argv": list(self.argv),
             "status": self.status,

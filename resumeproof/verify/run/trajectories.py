@@ -20,7 +20,7 @@ from pathlib import Path
 from resumeproof.common import observation
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify.plan.expectation import Expectation
-from resumeproof.verify.run import failure
+from resumeproof.verify.run import failure, inputs
 from resumeproof.verify.run.outputs import Accepted
 
 QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
@@ -58,6 +58,9 @@ class Trajectory:
     error: str | None = None
     accepted: Accepted | None = None  # what `accept` found, once the trajectory is done
     observe: Observe | None = None  # the observer's records it writes (common/observation.py), if any
+    starts_from: Path | None = None  # a script's resume: the checkpoint its command names (verify/run/inputs.py)
+    copy_of: Path | None = None  # --resume-from-run: the run folder copied to `output` before it starts
+    left: inputs.Fingerprint | None = None  # an interrupted script's checkpoint, before any resume started
 
     def environment(self) -> dict[str, str] | None:
         """Its process's environment: this one's, with the observer injected where it is asked for."""
@@ -118,6 +121,8 @@ def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted 
     """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
     try:
         t.log.write_bytes(b"")
+        if t.copy_of is not None:
+            inputs.copy_run(t.copy_of, t.output)
         for step in t.prepare:
             code = _spawn_and_wait(list(step), t.log, timeout)
             if code != 0:
@@ -128,7 +133,7 @@ def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted 
             said = failure.said(t.log)
             raise TrajectoryError(f"exited with status {t.exit_code}{': ' + said if said else ''} (log: {t.log})")
         t.accepted = accept(t)
-    except TrajectoryError as err:
+    except (TrajectoryError, inputs.InputError) as err:
         t.error = f"{t.name}: {err}"
     finally:
         t.seconds = time.perf_counter() - (t.started or time.perf_counter())
