@@ -8,12 +8,10 @@ a protocol trainer: tests/e2e/test_verify_e2e.py (a file) and tests/verify/run/t
 import shlex
 import sys
 
-import pytest
-
 from resumeproof.common.fingerprint import sha256_file
 from tests.helpers import TRAINERS, verification
 
-# No xdist_group: each fixture is one verification, and the two workers share them out.
+# No xdist_group: each test runs one verification of its own (one per case), and the two workers share them out.
 
 LOOP = shlex.join([sys.executable, "-B", str(TRAINERS / "out_dir_loop.py"), str(TRAINERS / "out_dir_loop_config.py")])
 TRAIN = f"{LOOP} --out_dir={{run}} --max_iters={{steps}}"
@@ -27,18 +25,8 @@ def from_run(tmp_path_factory, name: str, *flags: str):
     return verification(tmp_path_factory, name, *SMALL, "--resume-from-run", *commands)
 
 
-@pytest.fixture(scope="module")
-def exact(tmp_path_factory):
-    return from_run(tmp_path_factory, "exact")
-
-
-@pytest.fixture(scope="module")
-def reseeded(tmp_path_factory):
-    return from_run(tmp_path_factory, "reseeded", "--keep_rng=False")
-
-
-def test_a_loop_resuming_from_its_output_folder_passes_each_resume_in_a_copy_of_its_own(exact):
-    proc, doc, out = exact
+def test_a_loop_resuming_from_its_output_folder_passes_each_resume_in_a_copy_of_its_own(tmp_path_factory):
+    proc, doc, out = from_run(tmp_path_factory, "exact")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert doc["negative_divergence_detected"] and doc["determinism"]["deterministic"] is True
     source = out / "interrupted" / "ckpt.pt"
@@ -55,8 +43,8 @@ def test_a_loop_resuming_from_its_output_folder_passes_each_resume_in_a_copy_of_
     assert not list(out.glob(".*.copy-*"))  # each copy renamed into place, no temporary left
 
 
-def test_the_loop_that_keeps_no_generator_state_is_caught_as_rng_torch_at_its_restore(reseeded):
-    proc, doc, _ = reseeded
+def test_the_loop_that_keeps_no_generator_state_is_caught_as_rng_torch_at_its_restore(tmp_path_factory):
+    proc, doc, _ = from_run(tmp_path_factory, "reseeded", "--keep_rng=False")
     assert proc.returncode == 1, proc.stderr[-3000:]
     restore = next(c for c in doc["checks"] if c["kind"] == "restore")
     assert not restore["passed"] and restore["diagnosis"]["lost"] == "rng-torch"

@@ -114,6 +114,27 @@ def test_a_scripts_command_and_its_settings_refuse_the_same_values(tmp_path, fla
     assert Settings(**{**VERIFY, **SCRIPT_FIELDS}).checkpoint_pattern == "{run}/c"
 
 
+def test_resume_from_run_frees_the_resume_command_of_checkpoint_and_keeps_the_checkpoint_in_the_copied_folder():
+    """Each resume's {run} is a copy of the interrupted run's folder: {checkpoint} is optional, and a checkpoint
+    outside {run} would not be in the copy."""
+    from_run = {**VERIFY, **SCRIPT_FIELDS, "resume_cmd": "t {run} {steps} --init_from=resume", "resume_from_run": True}
+    assert Settings(**from_run).resume_from_run
+    with pytest.raises(SettingsError) as refused:
+        Settings(**{**from_run, "checkpoint": "/elsewhere/{run}.pt"})
+    assert refused.value.flag == "--checkpoint" and "must lie in {run}" in refused.value.message
+    with pytest.raises(SettingsError, match=r"lacks \{checkpoint\}"):  # without it, the resume must be told
+        Settings(**{**from_run, "resume_from_run": False})
+    assert Settings(**{**VERIFY, **SCRIPT_FIELDS, "checkpoint": "/elsewhere/{run}.pt"}).checkpoint
+
+
+def test_resume_from_run_is_refused_for_a_protocol_trainer_by_the_command_and_the_settings(tmp_path):
+    said = refused_by_the_command(tmp_path, "verify", "--resume-from-run")
+    assert "--resume-from-run applies only with --observe" in said
+    with pytest.raises(SettingsError) as refused:
+        Settings(**{**VERIFY, "resume_from_run": True})
+    assert refused.value.flag == "--resume-from-run" and refused.value.message.startswith("applies only with --observe")
+
+
 def test_settings_inferring_their_points_may_hold_none_until_the_continuous_run_gives_them():
     assert Settings(**{**VERIFY, "points": (), "infer_points": True}).points == ()
     with pytest.raises(SettingsError, match="--interrupt-at"):

@@ -1,7 +1,8 @@
 """`resumeproof verify --observe`: verify a training script as it is, from the observer's records alone.
 
 No protocol flag is appended and no summary.json is read. The commands carry placeholders the verifier fills for
-each trajectory: `{run}` a directory of its own that does not exist yet, `{steps}` the continuous run's N (the
+each trajectory: `{run}` a directory of its own that does not exist yet (with --resume-from-run, a resume's is a
+copy of the interrupted run's, made as it starts: verify/run/inputs.py), `{steps}` the continuous run's N (the
 same in every process: the run length decides schedules, so the observer stops the interrupted run, never its
 flags), `{checkpoint}` the interrupted run's checkpoint, from `--checkpoint` (`{run}` there is the interrupted
 run's directory, `{step}` its last completed update). Every process is watched (resumeproof/observe/): the

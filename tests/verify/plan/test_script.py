@@ -67,3 +67,22 @@ def test_epochs_are_read_off_the_iterators_of_the_first_rank_and_none_is_refused
     assert script_plan.epoch_points(s, seen) == (2, 4, 6, 8, 9)  # after 4 and 8, the middles 2, 6 and 9; 10 ends it
     with pytest.raises(TrajectoryError, match="no new DataLoader iterator after its first update"):
         script_plan.epoch_points(s, {None: o.Observation(rank=None, updates={}, iterators=(1,))})
+
+
+@pytest.mark.parametrize("from_run", [True, False], ids=["resume-from-run", "resume-in-place"])
+def test_every_resume_starts_from_the_interrupted_checkpoint_in_its_own_copy_only_with_resume_from_run(
+    tmp_path, from_run
+):
+    """The resume, the negative control and each fault: with --resume-from-run each copies the interrupted run's
+    folder to its own {run}, and {checkpoint} names the checkpoint in that copy; else the interrupted run's own."""
+    resume = "t --out {run} --n {steps} --from {checkpoint}"
+    s = _settings(tmp_path, (5,), "t --out {run} --n {steps}", resume, "{run}/ckpt.pt", ("model", "optimizer"))
+    s = Settings(**{**vars(s), "resume_from_run": from_run})
+    interrupted = Trajectory("interrupted", [], tmp_path / "interrupted", tmp_path / "log")
+    planned = script_plan.resumes(s, interrupted, 5)
+    assert [t.name for t in planned] == ["resumed", "resumed-no-rng", "fault-model", "fault-optimizer"]
+    for t in planned:
+        folder = t.output if from_run else interrupted.output
+        assert t.argv == ["t", "--out", str(t.output), "--n", "10", "--from", str(folder / "ckpt.pt")]
+        assert t.starts_from == folder / "ckpt.pt" and t.after == ("interrupted",)
+        assert t.copy_of == (interrupted.output if from_run else None)

@@ -75,8 +75,8 @@ def test_an_unsafe_pickle_not_allowed_fails_naming_the_file_and_its_globals(tmp_
     ("variant", "said"),
     [
         ("extra-file", "stray.bin is not listed in checkpoint.pt.sha256"),
-        # the resume that wrote it, or the next one to read it, stops the verification
-        ("writes-input", "interrupted/checkpoint.pt"),
+        # checked after every resume, before any other failure: the file the resume wrote is named
+        ("writes-input", "interrupted/checkpoint.pt/notes.txt: changed while it was being resumed from"),
     ],
 )
 def test_a_file_beside_the_list_or_a_resume_that_writes_its_input_is_refused(tmp_path, variant, said):
