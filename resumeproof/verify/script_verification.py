@@ -42,10 +42,11 @@ def verify(s: Settings, out: Console) -> Verification:
         trajectories += [script_plan.reference(s, name) for name in REPEATS[1:]]  # the spread, measured
         error = _run(s, trajectories, out)
     records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
-    error = inputs.changed(t.left for t in trajectories if t.left) or error  # the likely cause of any failure
+    written = {t.name: said for t in trajectories if t.left and (said := inputs.changed([t.left]))}
+    error = next(iter(written.values()), None) or error  # a resume wrote its input: the likely cause of any failure
     if error is None:  # digests compare only between records made with the same fingerprints
         error = observation.comparable(seen for ranks in records.values() for seen in ranks.values())
-    result = _base(s, trajectories, error)
+    result = _base(s, trajectories, error, set(written))
     if error is None:
         _judge(s, result, records)
     result.write(s.output / "verification.json")
@@ -155,7 +156,7 @@ def _judge_within_spread(s: Settings, result: Verification, records: Records, ch
     result.checks = checks
 
 
-def _base(s: Settings, trajectories: list[Trajectory], error: str | None) -> Verification:
+def _base(s: Settings, trajectories: list[Trajectory], error: str | None, written: set[str]) -> Verification:
     left = {t.name: t.left for t in trajectories if t.left is not None}
     return Verification(
         error=error,
@@ -167,18 +168,18 @@ def _base(s: Settings, trajectories: list[Trajectory], error: str | None) -> Ver
         atol=s.atol,
         allowed={"unsafe_pickle": [], "opaque": []},
         environment=environment.of({}),  # the verifier's; the trainer writes no meta to read its own from
-        trajectories={t.name: _record(s, t, left) for t in trajectories},
+        trajectories={t.name: _record(s, t, left, t.name in written) for t in trajectories},
     )
 
 
-def _record(s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint]) -> TrajectoryRecord:
+def _record(s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint], written: bool) -> TrajectoryRecord:
     """A process as it ran; for a resume, what it started from; for an interrupted run that left its checkpoint,
     what `check` says of that checkpoint, which the resumes loaded as the script's own (the verdict never rests
-    on it)."""
+    on it), unless a resume wrote into it (the error names the file)."""
     as_run = ran(t)
     if t.starts_from is not None:
         return replace(as_run, started_from=_started_from(t, left))
-    if t.observe is None or t.observe.stop is None or t.status != DONE:
+    if t.observe is None or t.observe.stop is None or t.status != DONE or written:  # written: no one's input now
         return as_run
     found = vet.vet(script_plan.checkpoint_of(s, t.output, _stopped(observation.read_all(t.observe.record))))
     check = CheckedCheckpoint(str(found.path), str(found.verdict), found.line())
