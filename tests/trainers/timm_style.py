@@ -10,8 +10,8 @@ shuffles from the global generator and a model with dropout. `resumeproof verify
       --checkpoint "{run}/checkpoint-{epoch}.pth.tar"
 
 `--bug rng` resumes as timm does: the checkpoint holds no generator, so the resumed epoch's shuffle and dropout
-draw from a freshly seeded one. `--bug scheduler` loads everything but the scheduler's state: the schedule starts
-again from its first epoch.
+draw from a freshly seeded one. `--bug scheduler` loads everything but the scheduler's state: the first resumed
+epoch keeps the optimizer's restored rate, and from the next one the schedule runs an epoch behind.
 """
 
 import argparse
@@ -40,7 +40,8 @@ model = nn.Sequential(
     nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Dropout(0.2), nn.Flatten(), nn.Linear(4 * 8 * 8, 4)
 )  # fmt: skip
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)  # stepped once per epoch
+# Stepped once per epoch, in closed form (each epoch's rate from its index): a schedule started again stays behind.
+scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1 / (1 + epoch))
 start_epoch = 0
 
 if args.resume:
