@@ -165,14 +165,16 @@ def _check_epochs(s: Settings) -> None:
     pattern = s.checkpoint or ""
     if EPOCH in pattern and not s.epochs:
         raise SettingsError(
-            "--checkpoint", f"{pattern!r} takes {EPOCH} without --epochs: the updates per epoch are read off a run "
+            "--checkpoint",
+            f"{pattern!r} takes {EPOCH} without --epochs: the updates per epoch are read off a run "
             f"told its length in epochs ({RUN_EPOCHS} in the commands)",
-        )  # fmt: skip
+        )
     if s.from_checkpoints and STEP not in pattern and EPOCH not in pattern:
         raise SettingsError(
-            "--interrupt-at", f"{CHECKPOINTS} needs {STEP} or {EPOCH} in --checkpoint: the name {pattern!r} does not "
+            "--interrupt-at",
+            f"{CHECKPOINTS} needs {STEP} or {EPOCH} in --checkpoint: the name {pattern!r} does not "
             "say after which update the continuous run wrote it",
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

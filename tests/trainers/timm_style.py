@@ -36,9 +36,7 @@ images = torch.randn(args.images, 3, 8, 8)
 labels = torch.randint(0, 4, (args.images,))
 loader = DataLoader(TensorDataset(images, labels), batch_size=args.batch_size, shuffle=True, drop_last=True)
 
-model = nn.Sequential(
-    nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Dropout(0.2), nn.Flatten(), nn.Linear(4 * 8 * 8, 4)
-)  # fmt: skip
+model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Dropout(0.2), nn.Flatten(), nn.Linear(4 * 8 * 8, 4))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 # Stepped once per epoch, in closed form (each epoch's rate from its index): a schedule started again stays behind.
 scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1 / (1 + epoch))

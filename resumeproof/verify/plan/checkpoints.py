@@ -38,8 +38,10 @@ def measured(s: Settings, continuous: observation.Observation) -> Settings:
         return s
     n = continuous.completed or 0
     if n > UNKNOWN_LENGTH:
-        raise TrajectoryError(f"--epochs {s.epochs}: the continuous run ran {n} updates, more than the observer "
-                              f"records of a run whose length is not known ({UNKNOWN_LENGTH})")  # fmt: skip
+        raise TrajectoryError(
+            f"--epochs {s.epochs}: the continuous run ran {n} updates, more than the observer "
+            f"records of a run whose length is not known ({UNKNOWN_LENGTH})"
+        )
     if n % s.epochs or n < 2:
         raise TrajectoryError(
             f"--epochs {s.epochs}: the continuous run ran {n} updates, not a whole number of at least 2 per epoch "
