@@ -2,14 +2,15 @@
 length in epochs (`--epochs`, `{epochs}`), its checkpoints named by the 0-based epoch (`{epoch}`), interrupted where
 it saved (`--interrupt-at checkpoints`), N and the updates per epoch read off the continuous run. A correct resume
 passes; a lost generator and a lost schedule are each named, through other ways of choosing k (the epochs' ends,
-a given k); a k inside an epoch is answered in epochs; a combination that cannot work is refused in one line."""
+a given k); a script that saves every M updates is interrupted where it saved; a k inside an epoch is answered in
+epochs; a combination that cannot work is refused in one line."""
 
 import shlex
 import sys
 
 import pytest
 
-from tests.helpers import TRAINERS, run_verify, verification
+from tests.helpers import EXAMPLES, TRAINERS, run_verify, verification
 
 # No xdist_group: no fixture is shared, each test runs its own verification, and the two workers share them out.
 
@@ -59,6 +60,20 @@ def test_a_timm_style_resume_that_builds_its_schedule_again_is_caught_with_the_s
     (restore,) = restores(doc)
     assert restore["diagnosis"]["lost"] == "scheduler"
     assert doc["comparison"]["resumes"]["resumed"]["verdict"] == "divergent"  # an epoch behind from epoch 2 on
+
+
+def test_checkpoints_under_a_step_pattern_are_the_saves_of_a_script_that_saves_every_m_updates(tmp_path_factory):
+    """The other layout: nanoGPT-style `ckpt_{iter}.pt` every `--save-every 3` updates, its length in updates, and
+    nanoGPT's own resume (no generator in the checkpoint): interrupted where it saved, and the generator named."""
+    script = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'nanogpt_style.py'))}"
+    train = f"{script} --max-iters {{steps}} --out-dir {{run}} --save-every 3 --no-rng-in-checkpoint"
+    args = ("--observe", "--steps", "6", "--interrupt-at", "checkpoints", "--jobs", "2", "--train-cmd", train)
+    resume = ("--resume-cmd", train + " --resume {checkpoint}", "--checkpoint", "{run}/ckpt_{step}.pt")
+    proc, doc, _ = verification(tmp_path_factory, "nanogpt-saves", *args, *resume)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert doc["interrupt_at"] == [3]  # ckpt_3.pt; ckpt_6.pt ends the run
+    (restore,) = restores(doc)
+    assert not restore["passed"] and restore["diagnosis"]["lost"] == "rng-torch"
 
 
 def test_a_k_inside_an_epoch_is_answered_in_epochs_once_the_continuous_run_shows_their_length(tmp_path_factory):
