@@ -42,10 +42,12 @@ def measured(s: Settings, continuous: observation.Observation) -> Settings:
             f"--epochs {s.epochs}: the continuous run ran {n} updates, more than the observer "
             f"records of a run whose length is not known ({UNKNOWN_LENGTH})"
         )
-    if n % s.epochs or n < 2:
+    if n < 2:
+        raise TrajectoryError(f"--epochs {s.epochs}: the continuous run ran {n} updates, too few to interrupt")
+    if n % s.epochs:
         raise TrajectoryError(
-            f"--epochs {s.epochs}: the continuous run ran {n} updates, not a whole number of at least 2 per epoch "
-            "or 2 in all, so its epochs' lengths cannot be told"
+            f"--epochs {s.epochs}: the continuous run ran {n} updates, not the same number in every epoch, so "
+            f"{EPOCH} cannot be placed (a sampler whose epochs differ in length: give --steps and {STEP})"
         )
     return replace(s, steps=n, epoch_updates=n // s.epochs)
 
@@ -116,5 +118,6 @@ def hint(s: Settings, run: Path) -> str:
         return ""
     numbered = [re.fullmatch(re.escape(head) + "([0-9]+)" + re.escape(tail.split("/")[0]), f) for f in found]
     zero = any(m is not None and int(m.group(1)) == 0 for m in numbered)
-    why = f"; 0 is no update: if they number epochs, write {EPOCH} and give --epochs" if zero else ""
+    why = f"; 0 is no update: if they number epochs, write {EPOCH}{'' if s.epochs else ' and give --epochs'}"
+    why = why if zero else ""
     return f" (it wrote {', '.join(found[:4])}: choose --interrupt-at among their steps{why})"

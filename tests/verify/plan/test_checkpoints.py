@@ -42,7 +42,7 @@ def test_n_and_the_updates_per_epoch_are_read_off_the_continuous_run_and_epoch_n
     assert checkpoints.path(s, Path("/r"), 4) == Path("/r/checkpoint-0.pth.tar")  # after the first epoch
     assert checkpoints.path(s, Path("/r"), 8) == Path("/r/checkpoint-1.pth.tar")
     assert script_plan.command(TRAIN, Path("/r"), s.steps, epochs=s.epochs) == ["t", "--epochs", "3", "--output", "/r"]
-    with pytest.raises(TrajectoryError, match="ran 13 updates, not a whole number"):
+    with pytest.raises(TrajectoryError, match="ran 13 updates, not the same number in every epoch"):
         ran(settings(tmp_path), 13)
 
 
