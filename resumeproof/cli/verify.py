@@ -18,7 +18,7 @@ from resumeproof.cli.common import (
 from resumeproof.common import observation, protocol
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, one_line
 from resumeproof.verify import settings
-from resumeproof.verify.plan.points import EPOCHS
+from resumeproof.verify.plan.points import CHECKPOINTS, EPOCHS
 from resumeproof.verify.plan.script import PRESETS, with_preset
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
@@ -28,7 +28,7 @@ NOT_OBSERVED = (
     "segments", "check_cadence", "repeat", "no_observe", "plot", "allow_unsafe_pickle", "allow_opaque",
     "torch_load",
 )  # fmt: skip
-ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run")
+ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run", "epochs")
 
 
 @click.command(name="verify", cls=Command, context_settings=CONTEXT)
@@ -38,7 +38,8 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run")
     "--interrupt-at",
     default=str(DEFAULT_POINT),
     show_default=True,
-    help="k, k1,k2,..., 'all', or 'epochs' (every epoch boundary and mid-epoch point, read off the continuous run).",
+    help="k, k1,k2,..., 'all', 'epochs' (every epoch boundary and mid-epoch point, read off the continuous run), or "
+    "with --observe 'checkpoints' (every update after which the continuous run wrote a file --checkpoint matches).",
 )
 @click.option("--atol", type=float, default=1e-12, show_default=True, help="Absolute tolerance; no relative one.")
 @click.option(
@@ -85,13 +86,14 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run")
 @click.option(
     "--observe",
     is_flag=True,
-    help="Verify an unmodified script from the observer's records: no protocol flag, placeholders {run} {steps} "
-    "{checkpoint} in the commands (docs/observe.md).",
+    help="Verify an unmodified script from the observer's records: no protocol flag, placeholders {run}, {steps} "
+    "(or {epochs}) and {checkpoint} in the commands (docs/observe.md).",
 )
 @click.option(
     "--checkpoint",
     metavar="PATTERN",
-    help="With --observe: the interrupted run's checkpoint, e.g. '{run}/ckpt_{step}.pt' (a directory is fine).",
+    help="With --observe: the interrupted run's checkpoint, e.g. '{run}/ckpt_{step}.pt' (a directory is fine), or "
+    "'{run}/checkpoint-{epoch}.pth.tar' with --epochs.",
 )
 @click.option(
     "--preset",
@@ -113,6 +115,13 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run")
     is_flag=True,
     help="With --observe: each resuming process gets {run} = its own fresh copy of the interrupted run's folder, "
     "checkpoint and all, for a script that resumes from its output folder ({checkpoint} then optional).",
+)
+@click.option(
+    "--epochs",
+    type=click.IntRange(min=1),
+    help="With --observe: the run length in epochs, filled in for {epochs} instead of --steps; N and the updates "
+    "per epoch are read off the continuous run, and {epoch} in --checkpoint is the 0-based index of the last epoch "
+    "the interrupted run completed.",
 )
 @click.option("--plot", is_flag=True, help="Write DIR/verification.png (needs the 'plot' extra: matplotlib).")
 @click.option(
@@ -161,6 +170,7 @@ def run_verify(
     preset,
     stop,
     resume_from_run,
+    epochs,
     plot,
     allow_unsafe_pickle,
     allow_opaque,
@@ -177,6 +187,11 @@ def run_verify(
     if observe:
         train_cmd, resume_cmd, checkpoint = with_preset(preset, train_cmd, resume_cmd, checkpoint)
         atol = atol if _given("atol") else 0.0  # a script is judged bit for bit unless asked
+    if epochs and _given("steps"):
+        raise click.UsageError(
+            "--steps does not apply with --epochs: N is read off the continuous run (docs/observe.md)"
+        )
+    steps = 0 if epochs else steps  # with --epochs, N is known once the continuous run ends
     asked = parsed(
         lambda: Settings(
             output=output,
@@ -201,6 +216,8 @@ def run_verify(
             checkpoint=checkpoint,
             stop=stop,
             resume_from_run=resume_from_run,
+            from_checkpoints=interrupt_at == CHECKPOINTS,
+            epochs=epochs or 0,
         )
     )
     if plot:

@@ -13,13 +13,14 @@ from resumeproof.common.errors import refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, REPEATS, RESUMED_NO_RNG
 from resumeproof.verify.judge import recorded, recorded_tiers
 from resumeproof.verify.judge.findings import Check, Fault, Resume
+from resumeproof.verify.plan import checkpoints
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.plan.trainer import OBSERVED, point_names
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
 from resumeproof.verify.run import environment, inputs, vet
 from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
-from resumeproof.verify.settings import Settings
+from resumeproof.verify.settings import Settings, SettingsError
 
 Records = dict[str, dict[int | None, observation.Observation]]
 TWO = (CONTINUOUS, REPEAT)  # the runs every verification repeats itself with
@@ -33,7 +34,7 @@ def verify(s: Settings, out: Console) -> Verification:
     (s.output / OBSERVED).mkdir()
     trajectories = script_plan.build(s)  # with --interrupt-at epochs, the continuous run and its repeat first
     error = _run(s, trajectories, out)
-    if s.infer_points and error is None:
+    if s.deferred and error is None:
         s, error = _inferred(s, trajectories[0])
         if error is None:
             trajectories += script_plan.interrupted(s)
@@ -66,13 +67,20 @@ def _run(s: Settings, trajectories: list[Trajectory], out: Console) -> str | Non
 
 
 def _inferred(s: Settings, continuous: Trajectory) -> tuple[Settings, str | None]:
-    """The settings with the points `--interrupt-at epochs` reads off the continuous run, or why it cannot."""
+    """The settings with what is read off the continuous run, or why it cannot be: with --epochs its N and updates
+    per epoch; the points of `--interrupt-at epochs` or `checkpoints` (given points: that {epoch} can name them)."""
     assert continuous.observe is not None
+    seen = observation.read_all(continuous.observe.record)
     try:
-        found = script_plan.epoch_points(s, observation.read_all(continuous.observe.record))
-    except TrajectoryError as err:
+        s = checkpoints.measured(s, script_plan.first_rank(seen))
+        if s.from_checkpoints:
+            s = replace(s, points=checkpoints.points(s, continuous.output), from_checkpoints=False)
+        elif s.infer_points:
+            s = replace(s, points=script_plan.epoch_points(s, seen), infer_points=False)
+        checkpoints.at_epoch_ends(s)
+    except (TrajectoryError, SettingsError) as err:
         return s, str(err)
-    return replace(s, points=found, infer_points=False), None
+    return s, None
 
 
 def _repeats_itself(s: Settings, trajectories: list[Trajectory]) -> bool:

@@ -14,7 +14,7 @@ from resumeproof.common import observation
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import MODEL, PART_NAME
-from resumeproof.verify.plan.points import EPOCHS
+from resumeproof.verify.plan.points import CHECKPOINTS, EPOCHS
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
@@ -26,9 +26,13 @@ MIN_PACE = 0.001  # seconds per update: a run that sleeps less leaves no instant
 NEEDS_CADENCE = "chaos needs a cadence >= 1: it aims signals inside the generations' writes and resumes from them"
 # The placeholders of an unmodified script's commands (--observe, docs/observe.md), and why each is needed.
 RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"
+# A script that counts its length in epochs (--epochs E): `{epochs}` its length, `{epoch}` in --checkpoint the 0-based
+# index of the last epoch the interrupted run completed; N and the updates per epoch are read off the continuous run.
+RUN_EPOCHS, EPOCH = "{epochs}", "{epoch}"
 NEEDED = {
     RUN: "each process needs a directory of its own",
     STEPS: "every process must be told the same run length N (the observer stops the interrupted one)",
+    RUN_EPOCHS: "with --epochs every process must be told the same run length in epochs",
     CHECKPOINT: "the resuming process must be told which checkpoint to resume from",
 }
 
@@ -71,27 +75,37 @@ class Settings:
     checkpoint: str | None = None  # the interrupted run's checkpoint, `{run}` and `{step}` (--checkpoint)
     stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
     resume_from_run: bool = False  # each resume's `{run}`: a fresh copy of the interrupted run's folder
+    from_checkpoints: bool = False  # --interrupt-at checkpoints: after each update the continuous run saved at
+    epochs: int = 0  # --epochs E: fills {epochs}; N (steps 0 until then) is read off the continuous run
+    epoch_updates: int = 0  # with --epochs: updates per epoch, N / E, read off the continuous run (0 until then)
 
     def __post_init__(self) -> None:
-        _at_least("--steps", self.steps, 2)
+        if not (self.epochs and self.steps == 0):  # with --epochs, N is unknown until the continuous run ends
+            _at_least("--steps", self.steps, 2)
         _at_least("--jobs", self.jobs, 1)
         _at_least("--check-cadence", self.cadence, 0)
         if not (math.isfinite(self.atol) and self.atol >= 0):
             raise SettingsError("--atol", f"{self.atol} must be a finite number >= 0")
         if not self.timeout > 0:  # NaN included
             raise SettingsError("--timeout", f"{self.timeout} must be a number of seconds > 0")
-        if self.points or not self.infer_points:
+        if self.steps and (self.points or not self.deferred):
             _check_points(",".join(map(str, self.points)), self.points, self.steps)
         for chain in self.segments:
             _check_chain(",".join(map(str, chain)), chain, self.steps)
         parse_train_cmd(self.train_cmd)
         if self.resume_cmd is not None:
             parse_train_cmd(self.resume_cmd, "--resume-cmd")
+        _check_epochs(self)
         if self.script:
             _check_script(self)
         else:
             _check_parts(self.faults)
             _check_not_from_run(self.resume_from_run)
+
+    @property
+    def deferred(self) -> bool:
+        """Whether the points, or N, are still to be read off the continuous run."""
+        return self.infer_points or self.from_checkpoints or (self.epochs > 0 and not self.steps)
 
     @property
     def primary(self) -> int:
@@ -122,9 +136,10 @@ def _check_script(s: Settings) -> None:
     """What an unmodified script's verification needs: its commands' placeholders, faults it can block."""
     if s.checkpoint is None or s.resume_cmd is None:
         raise SettingsError("--checkpoint" if s.checkpoint is None else "--resume-cmd", "is required with --observe")
+    length = RUN_EPOCHS if s.epochs else STEPS
     needs = (
-        ("--train-cmd", s.train_cmd, (RUN, STEPS)),
-        ("--resume-cmd", s.resume_cmd, (RUN, STEPS) if s.resume_from_run else (RUN, STEPS, CHECKPOINT)),
+        ("--train-cmd", s.train_cmd, (RUN, length)),
+        ("--resume-cmd", s.resume_cmd, (RUN, length) if s.resume_from_run else (RUN, length, CHECKPOINT)),
         ("--checkpoint", s.checkpoint, (RUN,)),
     )
     for flag, text, placeholders in needs:
@@ -147,6 +162,33 @@ def _check_not_from_run(resume_from_run: bool) -> None:
     of its own to resume from, nothing to copy."""
     if resume_from_run:
         raise SettingsError("--resume-from-run", FROM_RUN_NEEDS)
+
+
+def _check_epochs(s: Settings) -> None:
+    """--epochs, {epochs}, {epoch} and --interrupt-at checkpoints: only where the run can say what they mean."""
+    if (s.epochs or s.from_checkpoints) and not s.script:
+        raise SettingsError("--epochs" if s.epochs else "--interrupt-at", "applies only with --observe")
+    if s.epochs and s.steps and s.steps != s.epochs * s.epoch_updates:
+        raise SettingsError("--steps", "does not apply with --epochs: N is read off the continuous run")
+    commands = (("--train-cmd", s.train_cmd), ("--resume-cmd", s.resume_cmd or ""))
+    for flag, text in commands:
+        if RUN_EPOCHS in text and not s.epochs:
+            raise SettingsError("--epochs", f"is required: {flag} {text!r} takes {RUN_EPOCHS}")
+        if STEPS in text and s.epochs:
+            raise SettingsError(flag, f"{text!r} takes {STEPS}: with --epochs the run length is {RUN_EPOCHS}")
+    pattern = s.checkpoint or ""
+    if EPOCH in pattern and not s.epochs:
+        raise SettingsError(
+            "--checkpoint",
+            f"{pattern!r} takes {EPOCH} without --epochs: the updates per epoch are read off a run "
+            f"told its length in epochs ({RUN_EPOCHS} in the commands)",
+        )
+    if s.from_checkpoints and STEP not in pattern and EPOCH not in pattern:
+        raise SettingsError(
+            "--interrupt-at",
+            f"{CHECKPOINTS} needs {STEP} or {EPOCH} in --checkpoint: the name {pattern!r} does not "
+            "say after which update the continuous run wrote it",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,9 +240,14 @@ def parse_train_cmd(train_cmd: str, flag: str = "--train-cmd") -> str:
 
 
 def parse_points(spec: str, steps: int) -> tuple[int, ...]:
-    """'5', '1,4,6,9', 'all' (every k from 1 to N-1) or 'epochs' (inferred later: empty here)."""
-    if spec == EPOCHS:
+    """'5', '1,4,6,9', 'all' (every k from 1 to N-1), 'epochs' or 'checkpoints' (inferred later: empty here);
+    `steps` 0: N is unknown until the continuous run ends (--epochs), and the points are checked then."""
+    if spec in (EPOCHS, CHECKPOINTS):
         return ()
+    if not steps:
+        if spec == "all":
+            raise SettingsError("--interrupt-at", "'all' needs N before the run; with --epochs give k, or checkpoints")
+        return primary_first(_ints(spec, "--interrupt-at"))
     points = list(range(1, steps)) if spec == "all" else _ints(spec, "--interrupt-at")
     _check_points(spec, points, steps)
     return primary_first(points)

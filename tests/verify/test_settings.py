@@ -169,3 +169,41 @@ def test_chaos_refuses_a_run_without_a_cadence_and_says_why(tmp_path, every):
     with pytest.raises(SettingsError, match="chaos needs a cadence >= 1") as refused:
         ChaosSettings(**{"pace": 0.05, "timeout": 60.0, **CHAOS, "checkpoint_every": every})
     assert refused.value.flag == "--checkpoint-every"
+
+
+EPOCH_SCRIPT = {
+    **VERIFY,
+    "steps": 0,
+    "script": True,
+    "train_cmd": "t --epochs {epochs} --out {run}",
+    "resume_cmd": "t --epochs {epochs} --out {run} --resume {checkpoint}",
+    "checkpoint": "{run}/checkpoint-{epoch}.pth.tar",
+    "epochs": 3,
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"epochs": 0, "steps": 10}, "--epochs: is required: --train-cmd 't --epochs {epochs} --out {run}' takes"),
+        ({"train_cmd": "t --out {run}"}, "--train-cmd: 't --out {run}' lacks {epochs}: with --epochs every process"),
+        ({"train_cmd": "t {epochs} {steps} {run}"}, "takes {steps}: with --epochs the run length is {epochs}"),
+        ({"steps": 12, "epoch_updates": 5}, "--steps: does not apply with --epochs"),
+        ({"script": False}, "--epochs: applies only with --observe"),
+        ({"checkpoint": "{run}/last.pth.tar", "from_checkpoints": True}, "--interrupt-at: checkpoints needs {step}"),
+    ],
+)
+def test_epochs_and_checkpoints_are_refused_in_one_line_where_the_run_cannot_say_what_they_mean(change, says):
+    with pytest.raises(SettingsError, match=says.replace("{", r"\{").replace("}", r"\}")):
+        Settings(**{**EPOCH_SCRIPT, **change})
+    assert Settings(**EPOCH_SCRIPT).deferred and Settings(**{**EPOCH_SCRIPT, "steps": 12, "epoch_updates": 4})
+
+
+def test_an_epoch_pattern_without_epochs_is_refused_by_the_command_before_anything_runs(tmp_path):
+    train = "t {run} {steps}"
+    args = ("--resume-cmd", train + " {checkpoint}", "--checkpoint", "{run}/checkpoint-{epoch}.pth.tar")
+    said = refused_by_the_command(tmp_path, "verify", "--observe", "--train-cmd", train, *args)
+    assert "--checkpoint: '{run}/checkpoint-{epoch}.pth.tar' takes {epoch} without --epochs" in said
+    assert parse_points("checkpoints", 10) == () and parse_points("4,8", 0) == (4, 8)
+    with pytest.raises(SettingsError, match="'all' needs N before the run"):
+        parse_points("all", 0)

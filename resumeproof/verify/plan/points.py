@@ -21,6 +21,8 @@ from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify.judge.findings import Coverage
 
 EPOCHS = "epochs"
+CHECKPOINTS = "checkpoints"  # --interrupt-at: after each update the continuous run wrote a checkpoint at
+CHECKPOINTS = "checkpoints"  # --interrupt-at: after each update the continuous run wrote a checkpoint at
 
 
 class EpochError(ResumeproofError):

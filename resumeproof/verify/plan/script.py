@@ -18,11 +18,12 @@ from pathlib import Path
 
 from resumeproof.common import observation
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG
+from resumeproof.verify.plan import checkpoints
 from resumeproof.verify.plan.points import Epochs
 from resumeproof.verify.plan.trainer import OBSERVED, point_names
 from resumeproof.verify.run import inputs
 from resumeproof.verify.run.trajectories import Observe, Trajectory, TrajectoryError
-from resumeproof.verify.settings import CHECKPOINT, RUN, STEP, STEPS, Settings, primary_first
+from resumeproof.verify.settings import CHECKPOINT, EPOCH, RUN, RUN_EPOCHS, STEPS, Settings, primary_first
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ def with_preset(
     return train, resume, checkpoint or preset.checkpoint
 
 
-def command(template: str, run: Path, steps: int, checkpoint: Path | None = None) -> list[str]:
+def command(template: str, run: Path, steps: int, checkpoint: Path | None = None, epochs: int = 0) -> list[str]:
     """A command line with its placeholders filled, token by token (a path with spaces stays one argument)."""
-    filled = {RUN: str(run), STEPS: str(steps), CHECKPOINT: str(checkpoint or "")}
+    filled = {RUN: str(run), STEPS: str(steps), CHECKPOINT: str(checkpoint or ""), RUN_EPOCHS: str(epochs)}
     out = []
     for token in shlex.split(template):
         for placeholder, value in filled.items():
@@ -79,7 +80,7 @@ def command(template: str, run: Path, steps: int, checkpoint: Path | None = None
 
 
 def checkpoint_of(s: Settings, run: Path, step: int) -> Path:
-    return Path(s.checkpoint_pattern.replace(RUN, str(run)).replace(STEP, str(step)))
+    return checkpoints.path(s, run, step)
 
 
 def build(s: Settings) -> list[Trajectory]:
@@ -90,14 +91,14 @@ def build(s: Settings) -> list[Trajectory]:
 
 def reference(s: Settings, name: str) -> Trajectory:
     """The continuous run, or a repeat of it (protocol.REPEATS), every update recorded."""
-    watch = Observe(s.output / OBSERVED / name, f"1-{s.steps}", values=s.atol > 0)
+    watch = Observe(s.output / OBSERVED / name, checkpoints.records(s), values=s.atol > 0)
     return _trajectory(s, name, s.train_cmd, watch)
 
 
 def interrupted(s: Settings) -> list[Trajectory]:
-    """One interrupted run per point (none until the points are inferred)."""
+    """One interrupted run per point (none until the points, and N, are read off the continuous run)."""
     plan = []
-    for k in s.points:
+    for k in s.points if not s.deferred else ():
         name = point_names(k, k == s.primary)[0]
         watch = Observe(s.output / OBSERVED / name, f"{k}-{k + 1}", stop=(s.stop, k))
         plan.append(_trajectory(s, name, s.train_cmd, watch))
@@ -132,7 +133,7 @@ def _trajectory(
     checkpoint: Path | None = None,
     after: Sequence[str] = (),
 ) -> Trajectory:
-    argv = command(template, s.output / name, s.steps, checkpoint)
+    argv = command(template, s.output / name, s.steps, checkpoint, s.epochs)
     log = s.output / "logs" / f"{name}.log"
     return Trajectory(name, argv, s.output / name, log, tuple(after), observe=watch)
 
@@ -158,15 +159,23 @@ def accept(s: Settings, t: Trajectory) -> None:
                 f"it ended after {first.completed} updates, before the observer could stop it after {k}"
             )
         step = stopped_at(first)
+        if not checkpoints.ends_epoch(s, step):
+            raise TrajectoryError(f"it stopped after update {step}, inside an epoch: {EPOCH} names no checkpoint of it")
         found = checkpoint_of(s, t.output, step)
         if not found.exists():
-            raise TrajectoryError(f"no checkpoint at {found} after update {step}{_written(s, t.output)}")
+            raise TrajectoryError(f"no checkpoint at {found} after update {step}{checkpoints.hint(s, t.output)}")
         t.left = inputs.take(found)  # before any resume starts: verify/script_verification.py checks it after all
 
 
 def epoch_points(s: Settings, continuous: dict[int | None, observation.Observation]) -> tuple[int, ...]:
     """`--interrupt-at epochs` read off the continuous run: every k after which it made a new DataLoader iterator
-    (an epoch starts, or an evaluation loop), and the middle of every stretch between them."""
+    (an epoch starts, or an evaluation loop), and the middle of every stretch between them; with --epochs, every
+    epoch's end, and the middles only where the pattern can name them (`{step}`, not `{epoch}`)."""
+    if s.epoch_updates:
+        ends = tuple(range(s.epoch_updates, s.steps, s.epoch_updates))
+        if not ends:
+            raise TrajectoryError(f"--interrupt-at epochs: --epochs {s.epochs} ends no epoch before the last update")
+        return primary_first(ends if EPOCH in s.checkpoint_pattern else Epochs(0, ends).points(s.steps))
     boundaries = tuple(n - 1 for n in first_rank(continuous).iterators if 2 <= n <= s.steps)
     if not boundaries:
         raise TrajectoryError(
@@ -184,13 +193,3 @@ def first_rank(seen: dict[int | None, observation.Observation]) -> observation.O
 def stopped_at(seen: observation.Observation) -> int:
     """The last update an interrupted run completed: K for `exit`; under `sigterm`, whatever its handler let run."""
     return max(seen.stopped or 0, seen.completed or 0)
-
-
-def _written(s: Settings, run: Path) -> str:
-    """What the interrupted run did write that the pattern matches at another step, as a hint."""
-    pattern = s.checkpoint_pattern.replace(RUN, str(run))
-    if STEP not in pattern:
-        return ""
-    head, _, tail = pattern.partition(STEP)
-    found = sorted(str(p) for p in Path(head).parent.glob(Path(head).name + "*" + tail.split("/")[0]))
-    return f" (it wrote {', '.join(found[:4])}: choose --interrupt-at among their steps)" if found else ""

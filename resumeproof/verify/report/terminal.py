@@ -157,7 +157,8 @@ def coverage_note(v: Verification) -> str | None:
         ks = ", ".join(map(str, untried))
         return f"not tried: the epoch boundary at k = {ks} (--interrupt-at epochs tries every boundary)"
     if len(v.interrupt_at) == 1:
-        more = "all" if v.protocol == observation.FORMAT else "epochs or all"  # verify --observe reads no epochs
+        # verify --observe reads epochs off --epochs or iterators only; every script's saves are its own points
+        more = "checkpoints or all" if v.protocol == observation.FORMAT else "epochs or all"
         return f"tried k = {v.interrupt_at[0]} only (--interrupt-at {more} try more points)"
     return None
 
