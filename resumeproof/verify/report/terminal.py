@@ -144,8 +144,8 @@ def not_applicable_lines(v: Verification) -> list[str]:
     """Each fault that blocked nothing, said where it cannot be missed: a user who asked for it expected the script
     to restore that part, and it never does."""
     return [
-        f"not applicable: resume without {part}: {why}, so blocking it changed nothing "
-        f"(if {part} should be restored, the script does not restore it)"
+        f"not applicable: resume without {part}: {why}, so blocking it changed nothing; "
+        f"if the script has a {part}, it never restores it"
         for part, why in v.not_applicable.items()
     ]
 
