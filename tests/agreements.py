@@ -27,7 +27,8 @@ def contradictions(doc: dict[str, Any], faults_all: bool = False) -> list[str]:
     covered = error is None and all(c["passed"] for c in checks if c["kind"] in POSITIVE)
     agree(doc["positive"] == covered, "positive vs the prefix, resume, cadence and checkpoint checks")
     agree(doc["deterministic"] == det["deterministic"], "deterministic vs determinism.deterministic")
-    agree(doc["blind_to"] == [p for p, f in doc["faults"].items() if not f["detected"]], "blind_to vs faults")
+    missed = [p for p, f in doc["faults"].items() if not f["detected"] and f.get("not_applicable") is None]
+    agree(doc["blind_to"] == missed, "blind_to vs faults")
     found += _verdict(doc, passed)
     if error is not None:
         agree(not checks and not doc["comparison"] and not doc["faults"], "an error vs checks, comparison or faults")
@@ -79,7 +80,10 @@ def _comparison(doc: dict[str, Any], kinds: dict[str, list[dict[str, Any]]]) -> 
             found.append(f"comparison.resumes.{c['trajectory']}: mismatches, first_mismatch and diagnosis")
     [control] = kinds["negative-control"]
     divergent = negative["verdict"] == "divergent"
-    if doc["negative_divergence_detected"] != divergent or control["passed"] != divergent:
+    unapplied = negative["verdict"] == "not-applicable"  # verify --observe: it blocked nothing, and claims nothing
+    if unapplied != (control.get("not_applicable") is not None):
+        found.append("comparison.no_rng_resume.verdict vs the negative control's not_applicable")
+    if doc["negative_divergence_detected"] != divergent or control["passed"] != (divergent or unapplied):
         found.append("negative_divergence_detected vs comparison.no_rng_resume.verdict vs the negative control")
     if control["diagnosis"] != negative["diagnosis"]:
         found.append("the negative control's diagnosis vs comparison.no_rng_resume.diagnosis")
@@ -106,8 +110,16 @@ def _faults(doc: dict[str, Any], kinds: dict[str, list[dict[str, Any]]], faults_
         found.append("the fault checks vs faults")
     for part, fault in faults.items():
         check = by_part.get(part, {})
-        if (check.get("passed"), check.get("diagnosis")) != (fault["detected"], fault["diagnosis"]):
+        unapplied = fault.get("not_applicable")  # verify --observe: it blocked nothing, neither caught nor failed
+        if (check.get("passed"), check.get("diagnosis")) != (
+            fault["detected"] or unapplied is not None,
+            fault["diagnosis"],
+        ):
             found.append(f"the fault check of {part} vs faults.{part}")
+        if check.get("not_applicable") != unapplied or (unapplied is not None) != (
+            part in doc.get("not_applicable", {})
+        ):
+            found.append(f"faults.{part}.not_applicable vs its check and not_applicable")
         if fault["detected"] != bool(fault["caught_by"]) or fault["detected"] != (fault["mismatches"] > 0):
             found.append(f"faults.{part}: detected vs caught_by and mismatches")
     if faults_all and set(faults) != set(doc["parts"] or STANDARD_PARTS):

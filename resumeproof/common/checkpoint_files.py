@@ -29,6 +29,7 @@ from resumeproof.common.allowances import Allowances
 SAFE = ("torch", "safetensors", "json", "text", "plain-pickle", "dcp-metadata", "dcp-data")
 PICKLE_PROTOCOLS = range(2, 6)
 SAFETENSORS_HEADER_MAX = 100 * 1024 * 1024  # what the safetensors library itself accepts
+SCRIPT_LOADS = "the script loads it itself (verify --observe never does, and needs no --allow-* option to resume it)"
 
 
 @dataclass(frozen=True)
@@ -67,18 +68,18 @@ def classify(path: Path, name: str, sha256: str, allow: Allowances) -> FileInfo:
     return FileInfo(name, sha256, kind, tensors, found, allow.pattern_for(kind, name))
 
 
-def refusal(info: FileInfo) -> str:
-    """Why a refused file is refused, in one line naming it."""
+def refusal(info: FileInfo, advise: bool = True) -> str:
+    """Why a refused file is refused, in one line naming it, and the option that would allow it; without `advise`
+    (`verify --observe`, which resumes from a script's own checkpoint as it is and takes no --allow-* option), what
+    is true there instead."""
+    option = "--allow-unsafe-pickle" if info.kind == "pickle" else "--allow-opaque"
+    allow = f"allow it explicitly with {option} '{info.path}'" if advise else SCRIPT_LOADS
     if info.why is not None:
-        option = "--allow-unsafe-pickle" if info.kind == "pickle" else "--allow-opaque"
-        return f"{info.path}: {info.why}; allow it explicitly with {option} '{info.path}'"
+        return f"{info.path}: {info.why}; {allow}"
     if info.kind == "pickle":
         shown = ", ".join(info.globals[:6]) + (", ..." if len(info.globals) > 6 else "")
-        return (
-            f"{info.path}: a pickle that can run code when loaded (it needs {shown}); "
-            f"allow it explicitly with --allow-unsafe-pickle '{info.path}'"
-        )
-    return f"{info.path}: cannot tell what it holds; allow it explicitly with --allow-opaque '{info.path}'"
+        return f"{info.path}: a pickle that can run code when loaded (it needs {shown}); {allow}"
+    return f"{info.path}: cannot tell what it holds; {allow}"
 
 
 def _dcp(path: Path) -> tuple[str, int | None, tuple[str, ...], str | None]:

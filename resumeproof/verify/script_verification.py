@@ -11,7 +11,7 @@ from rich.console import Console
 from resumeproof.common import observation
 from resumeproof.common.errors import refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, REPEATS, RESUMED_NO_RNG
-from resumeproof.verify.judge import recorded, recorded_tiers
+from resumeproof.verify.judge import applies, recorded, recorded_tiers
 from resumeproof.verify.judge.findings import Check, Fault, Resume
 from resumeproof.verify.plan import checkpoints
 from resumeproof.verify.plan import script as script_plan
@@ -91,6 +91,7 @@ def _repeats_itself(s: Settings, trajectories: list[Trajectory]) -> bool:
 
 def _judge(s: Settings, result: Verification, records: Records) -> None:
     continuous = records[CONTINUOUS]
+    result.continuous_made = applies.overran(continuous, s.steps)
     result.determinism, check = recorded.determinism(continuous, records[REPEAT], s.atol)
     if all(name in records for name in REPEATS[1:]) and result.determinism.deterministic is False:
         _judge_within_spread(s, result, records, check)
@@ -131,7 +132,7 @@ def _inputs_only(
 ) -> tuple[Entry, Check]:
     """A run that must diverge, diagnosed from the interrupted process's inputs where the continuous run is not
     exactly itself (within --atol): its update k+1 would blame every part on the last bits."""
-    if exact:
+    if exact or check.not_applicable is not None:  # a run that blocked nothing is diagnosed by nothing
         return entry, check
     at = recorded.restore(stopped, run, k, check.id.trajectory or "")
     why = at.diagnosis if at is not None and not at.passed else None
@@ -189,7 +190,8 @@ def _record(s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint], wri
         return replace(as_run, started_from=_started_from(t, left))
     if t.observe is None or t.observe.stop is None or t.status != DONE or written:  # written: no one's input now
         return as_run
-    found = vet.vet(script_plan.checkpoint_of(s, t.output, _stopped(observation.read_all(t.observe.record))))
+    stopped = _stopped(observation.read_all(t.observe.record))
+    found = vet.vet(script_plan.checkpoint_of(s, t.output, stopped), advise=False)  # --observe takes no --allow-*
     check = CheckedCheckpoint(str(found.path), str(found.verdict), found.line())
     return replace(as_run, checkpoint_files=tuple(f.entry() for f in found.files), check=check)
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
-from resumeproof.common.checkpoint_files import classify
+from resumeproof.common.checkpoint_files import SCRIPT_LOADS, classify, refusal
 
 
 def safetensors_bytes() -> bytes:
@@ -41,3 +41,17 @@ def test_each_file_is_classified_by_its_bytes(tmp_path, name, make, kind):
         assert (
             info.globals and classify(tmp_path / name, name, "0" * 64, Allowances(unsafe_pickle=("*.p*",))).allowed_by
         )
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "option"), [("rng_state.pth", print, "--allow-unsafe-pickle"), ("blob", None, "--allow-opaque")]
+)
+def test_a_refusal_advises_the_option_that_allows_it_only_where_that_option_is_taken(tmp_path, name, content, option):
+    """`resumeproof check` and a protocol trainer's verification take --allow-*; verify --observe, which resumes from
+    a script's own checkpoint as it is, refuses them: there the refusal says what is true instead."""
+    path = tmp_path / name
+    path.write_bytes(__import__("pickle").dumps(content, protocol=4) if content else bytes(range(256)))
+    info = classify(path, name, "0" * 64, NONE_ALLOWED)
+    assert refusal(info).endswith(f"allow it explicitly with {option} '{name}'")
+    observed = refusal(info, advise=False)
+    assert observed.startswith(f"{name}: ") and option not in observed and observed.endswith(SCRIPT_LOADS)

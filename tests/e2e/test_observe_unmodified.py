@@ -90,21 +90,6 @@ def test_a_preemptible_script_that_builds_its_schedule_again_is_caught_with_the_
     assert resumed["verdict"] == "divergent" and resumed["diagnosis"]["lost"] == "scheduler"
 
 
-def test_a_transformers_trainer_script_resumes_exactly_through_the_preset_and_reports_for_ci(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ci")
-    reports = ("--junit-xml", str(out / "junit.xml"), "--summary-md", str(out / "summary.md"))
-    args = ("--observe", "--preset", "transformers", "--steps", "8", "--interrupt-at", "3", "--faults", "scheduler")
-    proc, doc, _ = verification(tmp_path_factory, "hf", *args, "--train-cmd", f"{HF} --report_to none", *reports)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert doc["negative_divergence_detected"] and doc["faults"]["scheduler"]["diagnosis"]["lost"] == "scheduler"
-    assert 'failures="0"' in (out / "junit.xml").read_text() and "PASSED" in (out / "summary.md").read_text()
-    # The Trainer's own checkpoint holds pickles it loads itself: resumed from all the same, and `check` says so.
-    checked = doc["trajectories"]["interrupted"]["check"]
-    assert checked["verdict"] == "refused" and checked["path"].endswith("checkpoint-3")
-    assert "by resumeproof check (not part of the verdict)" in proc.stderr and checked["line"] in proc.stderr
-    assert "(not part of the verdict): " + checked["line"].split(":")[0] in (out / "summary.md").read_text()
-
-
 def test_a_trainer_resumed_with_ignore_data_skip_is_caught_with_the_data_position_named(tmp_path_factory):
     """`ignore_data_skip=True` starts the resumed epoch from its beginning: the new iterator draws from the restored
     generator, and the first resumed batch is the continuous run's first."""

@@ -9,6 +9,7 @@ an older one (docs/verification-json.md): a check written before checks carried 
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from resumeproof.common.protocol import CheckId, CheckKind
@@ -20,6 +21,17 @@ UNKNOWN = "unknown"  # a diagnosis that names no part: here is the evidence inst
 DIRECT = "first-update"  # the rule of a diagnosis read off the first resumed update itself (judge/first_update.py)
 RESTORED = "restore"  # the rule of a diagnosis read off a resume of 0 updates against what was saved (summary_tiers)
 OUTSIDE_SPREAD = "outside-spread"  # a trajectory outside the measured spread, its restore exact: no part named
+# A run that blocked nothing (`verify --observe`): the script never called what its negative control or fault makes a
+# no-op, so it could show nothing either way; it neither passes as caught nor fails (docs/checks.md).
+NOT_APPLICABLE = "not-applicable"
+
+
+class FaultStatus(StrEnum):
+    """What became of one fault: caught (it diverged), not caught (exit 1), or not applicable (nothing to block)."""
+
+    CAUGHT = "caught"
+    NOT_CAUGHT = "not-caught"
+    NOT_APPLICABLE = NOT_APPLICABLE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,6 +103,11 @@ class Check:
     diagnosis: Diagnosis | None = None  # why it failed (or, for a run that must diverge, how it did)
     resumed_at: int | None = None  # the update its trajectory's process resumed from, for a check of a resume
     first_update: int | None = None  # the first update where it differs from what it is held against, where known
+    not_applicable: str | None = None  # why it could claim nothing ("the script never called X"); it then passes
+
+    def __post_init__(self) -> None:
+        if self.not_applicable is not None and not self.passed:
+            raise ValueError(f"{self.name}: a check that is not applicable cannot fail")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,6 +122,7 @@ class Check:
             "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
             "resumed_at": self.resumed_at,
             "first_update": self.first_update,
+            "not_applicable": self.not_applicable,
         }
 
     @classmethod
@@ -120,6 +138,7 @@ class Check:
             diagnosis=Diagnosis.from_json(d.get("diagnosis")),
             resumed_at=d.get("resumed_at"),
             first_update=d.get("first_update"),
+            not_applicable=d.get("not_applicable"),
         )
 
 
@@ -132,7 +151,7 @@ def diagnosed(checks: Iterable[Check]) -> list[Check]:
 class Resume:
     """How far a trajectory that resumed lands from the continuous run."""
 
-    verdict: str  # CONCORDANT or DIVERGENT
+    verdict: str  # CONCORDANT, DIVERGENT, WITHIN_SPREAD, or NOT_APPLICABLE (a negative control that blocked nothing)
     max_state_deviation: float | None  # None: not known (verify --observe holds digests of the state, not values)
     max_deviation: float
     final_mse: float | None
@@ -164,7 +183,8 @@ class Resume:
 
 @dataclass(frozen=True, kw_only=True)
 class Fault:
-    """A resume without one part: it must diverge, and the checks that caught it say where it shows."""
+    """A resume without one part: it must diverge, and the checks that caught it say where it shows; or, where the
+    script never called the restore it blocks, it is not applicable (`not_applicable` says which call)."""
 
     detected: bool
     cause: str
@@ -174,9 +194,22 @@ class Fault:
     mismatches: int
     diagnosis: Diagnosis | None
     identical_to_full_resume: bool
+    not_applicable: str | None = None  # "the script never called X": it blocked nothing, so it could show nothing
+
+    def __post_init__(self) -> None:
+        if self.not_applicable is not None and (self.detected or self.diagnosis is not None):
+            raise ValueError(f"{self.cause}: a fault that is not applicable is neither caught nor diagnosed")
+
+    @property
+    def status(self) -> FaultStatus:
+        if self.not_applicable is not None:
+            return FaultStatus.NOT_APPLICABLE
+        return FaultStatus.CAUGHT if self.detected else FaultStatus.NOT_CAUGHT
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "status": str(self.status),  # written for a reader: read back, it is computed again
+            "not_applicable": self.not_applicable,
             "detected": self.detected,
             "cause": self.cause,
             "caught_by": list(self.caught_by),
@@ -189,7 +222,10 @@ class Fault:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Fault":
-        return cls(**{**d, "caught_by": tuple(d["caught_by"]), "diagnosis": Diagnosis.from_json(d.get("diagnosis"))})
+        given = {key: value for key, value in d.items() if key != "status"}
+        return cls(
+            **{**given, "caught_by": tuple(d["caught_by"]), "diagnosis": Diagnosis.from_json(d.get("diagnosis"))}
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,7 @@ from typing import Any
 from resumeproof.common import observation as o
 from resumeproof.common import protocol
 from resumeproof.common.protocol import FAULT_PREFIX, REPEAT, RESUMED_NO_RNG, CheckId, CheckKind
-from resumeproof.verify.judge import first_update
+from resumeproof.verify.judge import applies, first_update
 from resumeproof.verify.judge.findings import CONCORDANT, DIVERGENT, Check, Determinism, Diagnosis, Fault, Resume
 
 Observed = Mapping[int | None, o.Observation]
@@ -37,7 +37,6 @@ PARTS = (*protocol.standard_parts(("python", "numpy", "torch")), protocol.SCALER
 CUDA = "cuda"
 LABELS = {(o.LOSS, o.DIGEST): "loss", (o.STEP, o.OPTIMIZER): "optimizer state", (o.AFTER, o.PARAMS): "parameters"}
 LABELS |= {(o.STEP, o.AVERAGED): "averaged models"}
-NEGATIVE_SETTERS = "torch.set_rng_state, numpy.random.set_state, random.setstate"
 
 
 class Compared:
@@ -186,24 +185,25 @@ def resume(continuous: Observed, resumed: Observed, k: int, name: str, atol: flo
 def negative(
     continuous: Observed, control: Observed, full: Observed, k: int, atol: float = 0.0
 ) -> tuple[Resume, Check]:
-    """The resume with the generators' setters blocked must diverge. Where it cannot, the records say why, and the
-    check claims nothing: the trainer restores its generators another way (or not at all), or blocked them and
-    nothing after update k draws from them. Either way no lost generator could show, so none is blamed."""
+    """The resume with the generators' setters blocked must diverge. Where it blocked nothing it is not applicable
+    (judge/applies.py); where it blocked them and nothing after update k draws from them, it is without power. Either
+    way no lost generator could show, so none is blamed."""
+    reason = applies.control_reason(control)
+    if reason is not None:
+        return applies.control(k, reason)
     found = Compared(continuous, control, k, COMPARED, atol)
-    blocked = sorted({b for seen in control.values() for b in seen.blocked})
+    blocked = applies.blocked(control)
     why = first_update.diagnose(continuous, control, k, _parts(continuous)) if not found.same else None
     entry = _entry(found, why, identical=Compared(full, control, 0, COMPARED, atol).same if full else None)
     name = "a resume with the generators' setters blocked diverges (negative control)"
-    if found.same and blocked:
+    if found.same:
         name = f"negative control without power: it blocked {', '.join(blocked)}, and nothing after update {k} draws"
-    elif found.same:
-        name = f"negative control not applicable: the trainer called none of {NEGATIVE_SETTERS}"
     check = Check(
         id=CheckId(kind=CheckKind.NEGATIVE_CONTROL, trajectory=RESUMED_NO_RNG),
         name=name,
         passed=True,
         first_mismatch=found.first,
-        detail=f"blocked: {', '.join(blocked) or 'nothing'}",
+        detail=f"blocked: {', '.join(blocked)}",
         diagnosis=why,
         resumed_at=k,
         first_update=found.first_step,
@@ -214,10 +214,12 @@ def negative(
 def fault(
     continuous: Observed, faulty: Observed, full: Observed, k: int, part: str, atol: float = 0.0
 ) -> tuple[Fault, Check]:
+    reason = applies.fault_reason(part, faulty)
+    if reason is not None:  # it blocked nothing: what its run did, the script's own resume did
+        return applies.fault(part, k, reason)
     found = Compared(continuous, faulty, k, COMPARED, atol)
-    blocked = sorted({b for seen in faulty.values() for b in seen.blocked})
     why = first_update.diagnose(continuous, faulty, k, _parts(continuous)) if not found.same else None
-    cause = f"{part}'s load_state_dict made a no-op" + ("" if blocked else ": the trainer never called it")
+    cause = f"{part}'s load_state_dict made a no-op"
     entry = Fault(
         detected=not found.same,
         cause=cause,

@@ -16,7 +16,7 @@ from typing import Any
 
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import FAULT_PREFIX, RESUMED_NO_RNG, CheckId, CheckKind
-from resumeproof.verify.judge import recorded
+from resumeproof.verify.judge import applies, recorded
 from resumeproof.verify.judge.findings import DIVERGENT, WITHIN_SPREAD, Check, Fault, Resume
 from resumeproof.verify.judge.spread import Band, Run, measure
 from resumeproof.verify.judge.summary_tiers import outside_check
@@ -65,20 +65,24 @@ def resume(
 
 
 def negative(interrupted: Observed, control: Observed, k: int) -> tuple[Resume, Check]:
-    """The resume with the generators' setters blocked must differ at its restore."""
+    """The resume with the generators' setters blocked must differ at its restore; where it blocked nothing, it is not
+    applicable (judge/applies.py)."""
+    reason = applies.control_reason(control)
+    if reason is not None:
+        return applies.control(k, reason)
     at = recorded.restore(interrupted, control, k, RESUMED_NO_RNG)
     differs = at is not None and not at.passed
-    blocked = sorted({b for seen in control.values() for b in seen.blocked})
+    blocked = applies.blocked(control)
     name = "a resume with the generators' setters blocked differs at its restore (negative control)"
     if not differs:
-        name = f"negative control without power at its restore: blocked {', '.join(blocked) or 'nothing'}"
+        name = f"negative control without power at its restore: blocked {', '.join(blocked)}"
     why = at.diagnosis if at is not None and differs else None
     check = Check(
         id=CheckId(kind=CheckKind.NEGATIVE_CONTROL, trajectory=RESUMED_NO_RNG),
         name=name,
-        passed=differs or not blocked,  # claims nothing where the script restores no generator through a setter
+        passed=differs,
         first_mismatch=at.first_mismatch if at is not None else None,
-        detail=f"blocked: {', '.join(blocked) or 'nothing'}",
+        detail=f"blocked: {', '.join(blocked)}",
         diagnosis=why,
         resumed_at=k,
     )
@@ -96,11 +100,14 @@ def negative(interrupted: Observed, control: Observed, k: int) -> tuple[Resume, 
 
 
 def fault(interrupted: Observed, faulty: Observed, k: int, part: str) -> tuple[Fault, Check]:
-    """A resume with one part's load_state_dict blocked must differ at its restore."""
+    """A resume with one part's load_state_dict blocked must differ at its restore; where it blocked nothing, it is not
+    applicable (judge/applies.py)."""
+    reason = applies.fault_reason(part, faulty)
+    if reason is not None:
+        return applies.fault(part, k, reason)
     at = recorded.restore(interrupted, faulty, k, f"{FAULT_PREFIX}{part}")
     differs = at is not None and not at.passed
-    blocked = sorted({b for seen in faulty.values() for b in seen.blocked})
-    cause = f"{part}'s load_state_dict made a no-op" + ("" if blocked else ": the trainer never called it")
+    cause = f"{part}'s load_state_dict made a no-op"
     why = at.diagnosis if at is not None and differs else None
     first = at.first_mismatch if at is not None and differs else None
     entry = Fault(

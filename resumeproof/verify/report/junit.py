@@ -68,6 +68,8 @@ def _check(suite: ET.Element, check: Check, said: str | None) -> None:
     """A check's testcase; a failed one's message is what failed (the verdict's own sentence), then the first
     mismatch and the diagnosis."""
     case = ET.SubElement(suite, "testcase", classname=f"resumeproof.{check.id.kind}", name=check.name, time="0")
+    if check.not_applicable is not None:  # it blocked nothing the script calls: skipped, with the call it never made
+        ET.SubElement(case, "skipped", message=f"not applicable: {check.not_applicable}")
     if said is None:
         return
     first = f"first mismatch {check.first_mismatch}: {check.detail}" if check.first_mismatch else check.detail

@@ -9,8 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common.fingerprint import write_atomic
+from resumeproof.verify.judge.findings import FaultStatus
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import PASSED, failure
+
+CAUGHT = {FaultStatus.CAUGHT: "yes", FaultStatus.NOT_CAUGHT: "**NO**", FaultStatus.NOT_APPLICABLE: "not applicable"}
 
 
 def summary(v: Verification, report: Path) -> str:
@@ -37,10 +40,11 @@ def summary(v: Verification, report: Path) -> str:
     if v.faults:
         lines += ["| omitted part | caught | caught by | diagnosed as |", "|---|---|---|---|"]
         for part, fault in v.faults.items():
-            diagnosed = fault.diagnosis.named if fault.diagnosis else ""
-            caught = "yes" if fault.detected else "**NO**"
+            diagnosed = fault.diagnosis.named if fault.diagnosis else _cell(fault.not_applicable)
+            caught = CAUGHT[fault.status]
             lines.append(f"| {part} | {caught} | {', '.join(fault.caught_by)} | {diagnosed} |")
         lines.append("")
+    lines += [f"Note: {_cell(note)}." for note in v.notes] + ([""] if v.notes else [])
     untried = v.coverage.untried_boundaries if v.coverage else None
     if untried:
         lines += [f"Not tried: the epoch boundary at k = {', '.join(map(str, untried))}.", ""]

@@ -11,7 +11,7 @@ from typing import Any
 
 from resumeproof.common import fingerprint, protocol
 from resumeproof.common.protocol import RESUMED, CheckKind
-from resumeproof.verify.judge.findings import DIVERGENT, Check, Coverage, Determinism, Fault, Resume
+from resumeproof.verify.judge.findings import DIVERGENT, Check, Coverage, Determinism, Fault, FaultStatus, Resume
 from resumeproof.verify.report.verdict import Verdict, failure, verdict
 from resumeproof.verify.run.trajectories import Trajectory
 
@@ -95,6 +95,9 @@ class Verification:
     next_lr: float | None = None
     plot: str | None = None
     legacy_positive: bool | None = None  # an older document's own `positive`: its checks carry no kind to tell
+    # The updates the continuous run made where more than --steps (`verify --observe`: a loop that runs iterations 0
+    # to max_iters inclusive); the observer recorded the first --steps, and only those are compared.
+    continuous_made: int | None = None
 
     @property
     def all_checks_passed(self) -> bool:
@@ -120,7 +123,19 @@ class Verification:
 
     @property
     def blind_to(self) -> list[str]:
-        return [part for part, fault in self.faults.items() if not fault.detected]
+        return [part for part, fault in self.faults.items() if fault.status is FaultStatus.NOT_CAUGHT]
+
+    @property
+    def not_applicable(self) -> dict[str, str]:
+        """The faults that blocked nothing, each with the call the script never made (judge/applies.py)."""
+        return {part: fault.not_applicable for part, fault in self.faults.items() if fault.not_applicable is not None}
+
+    @property
+    def notes(self) -> list[str]:
+        """What the comparison left out, said once for the whole verification."""
+        if self.continuous_made is None:
+            return []
+        return [f"the continuous run made {self.continuous_made} updates; the first {self.steps} are compared"]
 
     @property
     def full_resume(self) -> Resume | None:
@@ -168,6 +183,9 @@ class Verification:
             "comparison": comparison,
             "faults": {part: f.to_json() for part, f in self.faults.items()},
             "blind_to": self.blind_to,
+            "not_applicable": self.not_applicable,
+            "continuous_made": self.continuous_made,
+            "notes": self.notes,  # written for a reader: read back, they are computed again
             "parts": list(self.parts),
             "determinism": self.determinism.to_json(),
             "nonfinite": list(self.nonfinite),
@@ -205,6 +223,7 @@ class Verification:
             coverage=Coverage.from_json(d.get("coverage")),
             next_lr=d.get("next_lr"),
             plot=d.get("plot"),
+            continuous_made=d.get("continuous_made"),
         )
 
     def write(self, path: Path) -> None:

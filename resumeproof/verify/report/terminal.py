@@ -14,7 +14,7 @@ from rich.table import Table
 from resumeproof.common import observation
 from resumeproof.common.protocol import CheckKind
 from resumeproof.verify.chaos.result import ChaosResult
-from resumeproof.verify.judge.findings import CONCORDANT, Check, Resume, diagnosed
+from resumeproof.verify.judge.findings import CONCORDANT, Check, FaultStatus, Resume, diagnosed
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import PASSED, denied
 from resumeproof.verify.run.outputs import Accepted
@@ -22,6 +22,7 @@ from resumeproof.verify.run.trajectories import DONE, FAILED, QUEUED, RUNNING, S
 from resumeproof.verify.settings import FLAT
 
 STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
+FAULT_STATUS = {FaultStatus.NOT_CAUGHT: "[red]NOT CAUGHT[/]", FaultStatus.NOT_APPLICABLE: "[yellow]not applicable[/]"}
 # check -> column header of the fault matrix (short, so that it fits 80 columns)
 FAULT_COLUMNS = {
     "step": "step",
@@ -134,8 +135,19 @@ def fault_matrix(v: Verification) -> Table:
     for part, fault in v.faults.items():
         marks = ["[green]x[/]" if column in fault.caught_by else "" for column in columns]
         found = fault.diagnosis.named if fault.diagnosis else "?"
-        table.add_row(part, *marks, f"[green]{found}[/]" if fault.detected else "[red]NOT CAUGHT[/]")
+        said = FAULT_STATUS.get(fault.status, f"[green]{escape(found)}[/]")
+        table.add_row(part, *marks, said)
     return table
+
+
+def not_applicable_lines(v: Verification) -> list[str]:
+    """Each fault that blocked nothing, said where it cannot be missed: a user who asked for it expected the script
+    to restore that part, and it never does."""
+    return [
+        f"not applicable: resume without {part}: {why}, so blocking it changed nothing; "
+        f"if the script has a {part}, it never restores it"
+        for part, why in v.not_applicable.items()
+    ]
 
 
 def diagnosis_lines(v: Verification) -> list[str]:
@@ -217,7 +229,10 @@ def print_report(out: Console, v: Verification) -> None:
             out.print(f"flat file: {flat.cause}; caught by {', '.join(flat.caught_by) or 'nothing'}")
     for line in [*diagnosis_lines(v), *unusable_lines(v)]:
         out.print(line, markup=False)
-    for note in (nonfinite_note(v), gpu_note(v), coverage_note(v) if v.checks else None, *checked_lines(v)):
+    for line in not_applicable_lines(v):
+        out.print(f"[yellow]{escape(line)}[/]")
+    notes = [f"note: {note}" for note in v.notes]
+    for note in (*notes, nonfinite_note(v), gpu_note(v), coverage_note(v) if v.checks else None, *checked_lines(v)):
         if note:
             out.print(note, markup=False)
     out.print(verdict_line(v))

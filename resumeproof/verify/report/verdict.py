@@ -31,6 +31,9 @@ class Verification(Protocol):
     @property
     def negative_divergence_detected(self) -> bool: ...
 
+    @property
+    def not_applicable(self) -> dict[str, str]: ...
+
     def failed(self) -> list[Check]: ...
 
     def of_kind(self, *kinds: CheckKind) -> list[Check]: ...
@@ -100,7 +103,7 @@ def failure(c: Check, v: Verification) -> str | None:
 
 
 def _passed(v: Verification) -> str:
-    extra = f", all {len(v.faults)} faults caught" if v.faults else ""
+    extra = _faults_said(v)
     control = "resume without RNG restore divergent" if v.negative_divergence_detected else _no_control(v)
     if v.determinism.within_spread:
         d = v.determinism
@@ -108,6 +111,16 @@ def _passed(v: Verification) -> str:
         resumes = "every restore exact, every resume within its measured run-to-run spread"
         return f"{spread}, so compared within its measured spread, not bit for bit: {resumes}, {control}{extra}"
     return f"every resume concordant, {control}{extra}"
+
+
+def _faults_said(v: Verification) -> str:
+    """The faults of a pass: all caught, and those that could not apply with the call the script never made."""
+    unapplied = v.not_applicable
+    caught = len(v.faults) - len(unapplied)
+    said = f", all {caught} faults{' that applied' if unapplied else ''} caught" if caught else ""
+    if unapplied:
+        said += "; not applicable: " + ", ".join(f"{part} ({why})" for part, why in unapplied.items())
+    return said
 
 
 def _no_control(v: Verification) -> str:

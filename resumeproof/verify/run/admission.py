@@ -28,11 +28,12 @@ class Admitted:
     refusal: str | None = None  # why the directory is refused, one line naming the file; None: accepted
 
 
-def admit(path: Path, allow: Allowances, *, sidecar: bool) -> Admitted:
+def admit(path: Path, allow: Allowances, *, sidecar: bool, advise: bool = True) -> Admitted:
     """Decide on `path`, a file or a directory; with `sidecar`, its sidecar is verified (a missing one is a
     refusal). A file refused by the check or by its sidecar, or a directory by its sidecar, raises
-    FingerprintError (ManifestError) or WeightsOnlyError naming it; an OSError is left to the caller."""
-    return _directory(path, allow, sidecar) if path.is_dir() else _file(path, sidecar)
+    FingerprintError (ManifestError) or WeightsOnlyError naming it; an OSError is left to the caller. Without
+    `advise`, a refusal names no --allow-* option (common/checkpoint_files.refusal)."""
+    return _directory(path, allow, sidecar, advise) if path.is_dir() else _file(path, sidecar)
 
 
 def _file(path: Path, sidecar: bool) -> Admitted:
@@ -42,7 +43,7 @@ def _file(path: Path, sidecar: bool) -> Admitted:
     return Admitted(sha256=digest, tensors=weights_only.check(path, data).tensors)
 
 
-def _directory(path: Path, allow: Allowances, sidecar: bool) -> Admitted:
+def _directory(path: Path, allow: Allowances, sidecar: bool, advise: bool) -> Admitted:
     if sidecar:
         digest, digests = manifest.verify(path)
     else:
@@ -50,7 +51,7 @@ def _directory(path: Path, allow: Allowances, sidecar: bool) -> Admitted:
     files = tuple(classify(path / name, name, sha, allow) for name, sha in digests.items())
     refused = [f for f in files if f.refused]
     if refused:
-        return Admitted(sha256=digest, files=files, refusal=f"{path}/{refusal(refused[0])}")
+        return Admitted(sha256=digest, files=files, refusal=f"{path}/{refusal(refused[0], advise)}")
     if not files:  # only without a sidecar: a sidecar lists at least one file
         return Admitted(sha256=digest, refusal=EMPTY)
     return Admitted(sha256=digest, tensors=sum(f.tensors or 0 for f in files), files=files)

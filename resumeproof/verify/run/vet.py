@@ -61,14 +61,15 @@ class Vetted:
         }
 
 
-def vet(path: Path, allow: Allowances = NONE_ALLOWED) -> Vetted:
-    """Vet one path; never raises for what it finds in the file."""
+def vet(path: Path, allow: Allowances = NONE_ALLOWED, advise: bool = True) -> Vetted:
+    """Vet one path; never raises for what it finds in the file. Without `advise`, a refusal names no --allow-*
+    option (for a script's own checkpoint under verify --observe, which takes none)."""
     if not path.exists() and not path.is_symlink():
         return Vetted(path=path, verdict=Verdict.UNREADABLE, reason="no such file or directory")
     try:
         kind = "directory" if path.is_dir() else "file"
         signed = fingerprint.sidecar(path).exists()
-        found = admission.admit(path, allow, sidecar=signed)
+        found = admission.admit(path, allow, sidecar=signed, advise=advise)
     except OSError as err:
         return Vetted(path=path, verdict=Verdict.UNREADABLE, reason=one_line(err))
     except (fingerprint.FingerprintError, weights_only.WeightsOnlyError) as err:

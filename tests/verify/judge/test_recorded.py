@@ -54,7 +54,7 @@ def test_a_negative_control_that_cannot_diverge_says_why_and_claims_no_divergenc
     full = seen({n - 3: update(loss=f"l{n}", params=f"p{n}", torch_state=f"t{n}") for n in range(4, 7)})
     nothing_blocked = seen(dict(full[None].updates))
     entry, check = judge.negative(CONTINUOUS, nothing_blocked, full, 3)
-    assert check.passed and "not applicable" in check.name and entry.verdict == "concordant"
+    assert check.passed and "not applicable" in check.name and entry.verdict == "not-applicable"
     blocked = seen(dict(full[None].updates), blocked=("torch.set_rng_state",))
     assert "without power" in judge.negative(CONTINUOUS, blocked, full, 3)[1].name
 

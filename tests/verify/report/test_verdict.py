@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+import xmlschema
 from rich.console import Console
 
 from resumeproof.common.protocol import CheckId, CheckKind
@@ -16,6 +17,7 @@ from resumeproof.verify.judge.spread import Band
 from resumeproof.verify.report import junit, markdown, terminal
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import SHOWN, failure
+from tests.helpers import REPO
 
 REPORT = Path("runs/x/verification.json")
 NO_RANDOM_STATE = "the checkpoint restores no random state, or the trainer ignores --omit-rng-restore"
@@ -274,3 +276,59 @@ def test_a_failed_chaos_run_says_which_of_its_claims_does_not_hold():
     terminal.print_chaos(Console(file=out, width=200, color_system=None, soft_wrap=True), result)
     last = out.getvalue().strip().splitlines()[-1]
     assert last == "FAILED: final summary concordant with continuous: does not hold (at history[3].loss)"
+
+
+def test_a_pass_with_faults_that_did_not_apply_lists_them_in_every_report_and_junit_skips_them(tmp_path):
+    """`--faults all` under --observe on a script with no scheduler and no GradScaler: those two faults blocked
+    nothing, so the verification passes and every report says which call the script never made."""
+    from resumeproof.verify.judge import applies
+
+    faults, checks = {}, [check(CheckKind.RESUME, "resumed", passed=True)]
+    for part in ("model", "optimizer"):
+        why = lost(part)
+        faults[part] = Fault(
+            detected=True,
+            cause=f"{part}'s load_state_dict made a no-op",
+            caught_by=("loss",),
+            first_mismatch="update 4: loss",
+            max_deviation=0.5,
+            mismatches=3,
+            diagnosis=why,
+            identical_to_full_resume=False,
+        )
+        checks.append(check(CheckKind.FAULT, f"fault-{part}", part, passed=True, diagnosis=why))
+    for part in ("scheduler", "scaler"):
+        faults[part], unapplied = applies.fault(part, 3, f"the script never called {applies.RESTORERS[part]}")
+        checks.append(unapplied)
+    v = failing(*checks, faults=faults, steps=6, continuous_made=7)
+    said = (
+        "all 2 faults that applied caught; not applicable: scheduler (the script never called an LR scheduler's "
+        "load_state_dict), scaler (the script never called torch.amp.GradScaler.load_state_dict)"
+    )
+    assert v.verdict.outcome == "passed" and v.verdict.line.endswith(said), v.verdict.line
+    document = v.to_json()
+    assert document["blind_to"] == [] and list(document["not_applicable"]) == ["scheduler", "scaler"]
+    assert (
+        document["faults"]["scaler"]["status"] == "not-applicable" and document["faults"]["model"]["status"] == "caught"
+    )
+    assert document["notes"] == ["the continuous run made 7 updates; the first 6 are compared"]
+    again = Verification.from_json(document)
+    assert again.to_json() == document  # status and notes are computed again, the same
+    out = io.StringIO()
+    terminal.print_report(Console(file=out, width=200, color_system=None, soft_wrap=True), v)
+    shown = out.getvalue()
+    assert "not applicable: resume without scaler: the script never called torch.amp.GradScaler" in shown
+    assert "note: the continuous run made 7 updates; the first 6 are compared" in shown
+    md = markdown.summary(v, REPORT)
+    assert "| scheduler | not applicable |  | the script never called an LR scheduler's load_state_dict |" in md
+    assert "Note: the continuous run made 7 updates; the first 6 are compared." in md
+    root = junit.to_xml(v, REPORT)
+    skipped = {
+        c.get("name"): c.find("skipped").get("message") for c in root.iter("testcase") if c.find("skipped") is not None
+    }
+    assert sorted(skipped.values()) == sorted(
+        f"not applicable: {faults[p].not_applicable}" for p in ("scaler", "scheduler")
+    )
+    assert root.find("testsuite").get("skipped") == "2" and root.find("testsuite").get("failures") == "0"
+    junit.write(tmp_path / "junit.xml", v, REPORT)
+    xmlschema.XMLSchema(REPO / "tests" / "data" / "junit.xsd").validate(tmp_path / "junit.xml")  # raises with why
