@@ -73,8 +73,8 @@ def test_the_dev_extra_installs_datasets_beside_the_export_extra_and_the_framewo
 
 
 def test_a_pin_outside_what_a_package_requires_is_named():
-    """The negative control: datasets 5.1.0 beside the pins of issue 30 (fsspec 2026.9.0, huggingface-hub 1.21.0),
-    its fsspec[http] followed to the http extra's aiohttp, which is not pinned at all."""
+    """The negative control: datasets 5.1.0 beside issue 30's huggingface-hub 1.21.0, its fsspec[http] followed to
+    the http extra's aiohttp, left unpinned here; then beside issue 30's fsspec 2026.9.0 as well."""
     datasets = [Requirement("fsspec[http]<=2026.7.0,>=2023.1.0"), Requirement("huggingface-hub<3.0,>=1.31.0")]
     fsspec_http = [Requirement("aiohttp!=4.0.0a0,!=4.0.0a1")]
 
