@@ -15,6 +15,7 @@ from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import MODEL, PART_NAME
 from resumeproof.verify.plan.points import EPOCHS
+from resumeproof.verify.run.launch import LAUNCHERS, LOCAL, LOCAL_LAUNCH, Launch
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
@@ -71,6 +72,7 @@ class Settings:
     checkpoint: str | None = None  # the interrupted run's checkpoint, `{run}` and `{step}` (--checkpoint)
     stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
     resume_from_run: bool = False  # each resume's `{run}`: a fresh copy of the interrupted run's folder
+    launch: Launch = LOCAL_LAUNCH  # where the trajectories run: --launcher and its --slurm-* flags (docs/cluster.md)
 
     def __post_init__(self) -> None:
         _at_least("--steps", self.steps, 2)
@@ -85,6 +87,7 @@ class Settings:
         for chain in self.segments:
             _check_chain(",".join(map(str, chain)), chain, self.steps)
         parse_train_cmd(self.train_cmd)
+        _check_launch(self.launch)
         if self.resume_cmd is not None:
             parse_train_cmd(self.resume_cmd, "--resume-cmd")
         if self.script:
@@ -140,6 +143,27 @@ def _check_script(s: Settings) -> None:
         raise SettingsError("--faults", f"{unknown[0]!r}: with --observe, all or among {among}")
     if s.stop not in observation.STOPS:
         raise SettingsError("--stop", f"{s.stop!r}: one of {', '.join(observation.STOPS)}")
+
+
+def _check_launch(launch: Launch) -> None:
+    """A launcher this verifier knows, and --slurm-* flags only for Slurm, each within its range."""
+    if launch.launcher not in LAUNCHERS:
+        raise SettingsError("--launcher", f"{launch.launcher!r}: one of {', '.join(LAUNCHERS)}")
+    slurm = {
+        "--slurm-partition": launch.partition != LOCAL_LAUNCH.partition,
+        "--slurm-nodes": launch.nodes != LOCAL_LAUNCH.nodes,
+        "--slurm-gpus-per-node": launch.gpus_per_node != LOCAL_LAUNCH.gpus_per_node,
+        "--slurm-time": launch.minutes != LOCAL_LAUNCH.minutes,
+    }
+    given = [flag for flag, differs in slurm.items() if differs]
+    if launch.launcher == LOCAL and given:
+        raise SettingsError(given[0], "applies only with --launcher slurm (docs/cluster.md)")
+    if launch.partition is not None and not launch.partition.strip():
+        raise SettingsError("--slurm-partition", "is empty")
+    _at_least("--slurm-nodes", launch.nodes, 1)
+    _at_least("--slurm-gpus-per-node", launch.gpus_per_node, 0)
+    if launch.minutes is not None:
+        _at_least("--slurm-time", launch.minutes, 1)
 
 
 def _check_not_from_run(resume_from_run: bool) -> None:

@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from resumeproof import cli
+from resumeproof.verify.run.launch import Launch
 from resumeproof.verify.settings import (
     ChaosSettings,
     Settings,
@@ -169,3 +170,30 @@ def test_chaos_refuses_a_run_without_a_cadence_and_says_why(tmp_path, every):
     with pytest.raises(SettingsError, match="chaos needs a cadence >= 1") as refused:
         ChaosSettings(**{"pace": 0.05, "timeout": 60.0, **CHAOS, "checkpoint_every": every})
     assert refused.value.flag == "--checkpoint-every"
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "launch"),
+    [
+        (("--slurm-partition", "gpu"), "--slurm-partition", Launch(partition="gpu")),  # Slurm's flag, local launcher
+        (("--slurm-time", "30"), "--slurm-time", Launch(minutes=30)),
+        (("--launcher", "slurm", "--slurm-nodes", "0"), "--slurm-nodes", Launch(launcher="slurm", nodes=0)),
+        (
+            ("--launcher", "slurm", "--slurm-gpus-per-node", "-1"),
+            "--slurm-gpus-per-node",
+            Launch(launcher="slurm", gpus_per_node=-1),
+        ),
+        (("--launcher", "slurm", "--slurm-time", "0"), "--slurm-time", Launch(launcher="slurm", minutes=0)),
+    ],
+)
+def test_the_command_and_the_settings_refuse_the_same_launches(tmp_path, args, flag, launch):
+    assert flag in refused_by_the_command(tmp_path, "verify", *args)
+    with pytest.raises(SettingsError) as refused:
+        Settings(**{**VERIFY, "launch": launch})
+    assert refused.value.flag == flag
+
+
+def test_a_launcher_the_verifier_does_not_know_is_refused_by_the_settings():
+    with pytest.raises(SettingsError, match="'ray': one of local, slurm") as refused:
+        Settings(**{**VERIFY, "launch": Launch(launcher="ray")})
+    assert refused.value.flag == "--launcher"
