@@ -1,0 +1,58 @@
+"""The reference trainer verified through `--launcher slurm` gives what `--launcher local` gives: each trajectory a
+submitit job, run here by submitit's local executor (RESUMEPROOF_SUBMITIT_CLUSTER=local, docs/cluster.md), which
+runs the same job objects a Slurm cluster would. One verification per launcher, shared by the assertions."""
+
+import pytest
+
+from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV
+from tests.helpers import verification
+
+pytestmark = pytest.mark.xdist_group("launcher-slurm")  # one worker: the module's two runs are made once
+
+ARGS = ("--steps", "6", "--interrupt-at", "3", "--faults", "model", "--jobs", "2")
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    return verification(tmp_path_factory, "local", *ARGS)
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(SUBMITIT_CLUSTER_ENV, "local")
+        return verification(tmp_path_factory, "slurm", *ARGS, "--launcher", "slurm")
+
+
+def judged(doc: dict) -> dict:
+    """What a verification concludes, without where or how long it ran."""
+    return {
+        "verdict": doc["verdict"],
+        "checks": sorted((c["name"], c["passed"]) for c in doc["checks"]),
+        "resumes": {name: r["verdict"] for name, r in doc["comparison"]["resumes"].items()},
+        "no_rng": doc["comparison"]["no_rng_resume"]["verdict"],
+        "faults": {part: (f["detected"], f["diagnosis"]) for part, f in doc["faults"].items()},
+        "trajectories": sorted((name, t["status"], t["exit_code"]) for name, t in doc["trajectories"].items()),
+    }
+
+
+def test_slurm_jobs_give_the_verdicts_and_diagnoses_of_local_processes(local, slurm):
+    (local_proc, local_doc, _), (slurm_proc, slurm_doc, _) = local, slurm
+    assert local_proc.returncode == 0, local_proc.stderr
+    assert slurm_proc.returncode == 0, slurm_proc.stderr
+    assert judged(slurm_doc) == judged(local_doc)
+    assert judged(local_doc)["faults"]["model"][0] and judged(local_doc)["no_rng"] == "divergent"  # caught, both
+
+
+def test_each_trajectory_records_the_job_it_ran_as_once(slurm):
+    _, doc, out = slurm
+    placed = [t["ran_on"] for t in doc["trajectories"].values()]
+    assert placed and all(p["launcher"] == "slurm (submitit's local executor)" and p["attempts"] == 1 for p in placed)
+    assert len({p["job_id"] for p in placed}) == len(placed)  # one job each
+    assert all((out / "launches" / f"{p['job_id']}_submitted.pkl").is_file() for p in placed)
+
+
+def test_local_processes_record_no_job(local):
+    _, doc, _ = local
+    placed = [t["ran_on"] for t in doc["trajectories"].values()]
+    assert placed and all(p["launcher"] == "local" and p["job_id"] is None and p["attempts"] == 1 for p in placed)
