@@ -87,7 +87,12 @@ def _executor(launch: Launch, folder: Path) -> Any:
     """submitit's executor for `launch`: Slurm, or (SUBMITIT_CLUSTER_ENV=local, the tests) processes here."""
     cluster = os.environ.get(SUBMITIT_CLUSTER_ENV) or "slurm"
     # A requeued or retried trajectory would be a resumed one nobody asked for: none, wherever the scheduler allows.
-    executor = submitit.AutoExecutor(folder=folder, cluster=cluster, slurm_max_num_timeout=0, local_max_num_timeout=0)
+    try:
+        executor = submitit.AutoExecutor(
+            folder=folder, cluster=cluster, slurm_max_num_timeout=0, local_max_num_timeout=0
+        )
+    except RuntimeError as err:  # submitit's word for a machine without Slurm's commands
+        raise LaunchError(f"--launcher slurm: no Slurm cluster to submit to from here: {err}") from None
     executor.update_parameters(nodes=launch.nodes, tasks_per_node=1)
     if launch.gpus_per_node:
         executor.update_parameters(gpus_per_node=launch.gpus_per_node)

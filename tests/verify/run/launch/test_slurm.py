@@ -188,6 +188,13 @@ def test_a_job_sent_sigterm_ends_its_command_and_every_start_is_counted(tmp_path
     assert len(job.started(str(starts))) == 1
 
 
+def test_a_machine_without_slurm_is_one_line_naming_the_launcher(tmp_path, monkeypatch):
+    monkeypatch.delenv(SUBMITIT_CLUSTER_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no srun, no sbatch
+    with pytest.raises(LaunchError, match=r'^--launcher slurm: no Slurm cluster to submit to from here: .*"srun"'):
+        Slurm(SLURM, tmp_path / "launches")
+
+
 def test_a_missing_submitit_names_the_extra_to_install(monkeypatch):
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
     assert launch.missing_submitit() == f"--launcher slurm needs submitit, the 'cluster' extra: {launch.INSTALL}"
