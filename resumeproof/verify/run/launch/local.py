@@ -7,7 +7,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from resumeproof.verify.run.launch import LOCAL, Launched, LaunchError, Placement
+from resumeproof.verify.run.launch.seam import LOCAL, Launched, LaunchError, Placement
 
 
 class Local:

@@ -16,7 +16,8 @@ from typing import Any
 
 import submitit
 
-from resumeproof.verify.run.launch import SLURM, SUBMITIT_CLUSTER_ENV, Launch, Launched, LaunchError, Placement, job
+from resumeproof.verify.run.launch import job
+from resumeproof.verify.run.launch.seam import SLURM, SUBMITIT_CLUSTER_ENV, Launch, Launched, LaunchError, Placement
 
 POLL = 0.2  # seconds between two looks at a job's state
 
