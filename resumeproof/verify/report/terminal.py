@@ -82,7 +82,10 @@ def run_live(
 ) -> None:
     """Run the trajectories (verify/run/trajectories.py) with the live display of their progress on `out`."""
     with Live(progress(trajectories), console=out, refresh_per_second=8) as live:
-        shown = lambda: live.update(progress(trajectories))  # noqa: E731
+
+        def shown() -> None:
+            live.update(progress(trajectories))
+
         run_all(trajectories, jobs, timeout, accept, shown, expand or (lambda d: []), launcher)
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal

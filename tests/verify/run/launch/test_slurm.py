@@ -142,14 +142,32 @@ class NeverStarts:
         return self.job
 
 
-@pytest.mark.parametrize("command", ["raise SystemExit(0)", "import sys; print('two lines'); sys.exit(0)"])
-def test_a_trajectory_whose_command_started_twice_is_refused_and_its_attempts_recorded(tmp_path, command):
+def test_a_trajectory_whose_command_started_twice_is_refused_and_its_attempts_recorded(tmp_path):
     folder = tmp_path / "launches"
     folder.mkdir()
-    t = Trajectory("continuous", [sys.executable, "-c", command], tmp_path / "o", tmp_path / "t.log")
+    t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=Slurm(SLURM, folder, executor=Requeued()))
     assert t.status == FAILED and t.placement is not None and t.placement.attempts == 2
     assert "started 2 times (job 7: retried or requeued by the scheduler)" in (t.error or "")
+
+
+def test_a_prerequisite_step_requeued_refuses_its_trajectory_before_the_command_runs(tmp_path):
+    """The same rule broken another way: the job of the step before the command (a flat file's export) ran twice."""
+
+    class FirstRequeued(Requeued):
+        submitted = 0
+
+        def submit(self, function, *args):
+            self.submitted += 1
+            return super().submit(function, *args) if self.submitted == 1 else Finished(function(*args))
+
+    folder = tmp_path / "launches"
+    folder.mkdir()
+    never = tmp_path / "the command ran"
+    argv = [sys.executable, "-c", f"open({str(never)!r}, 'w')"]
+    t = Trajectory("fault-flat", argv, tmp_path / "o", tmp_path / "t.log", prepare=((sys.executable, "-c", "pass"),))
+    run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=Slurm(SLURM, folder, executor=FirstRequeued()))
+    assert t.status == FAILED and "started 2 times" in (t.error or "") and not never.exists()
 
 
 def test_the_same_trajectory_started_once_is_accepted(tmp_path):
@@ -193,6 +211,21 @@ def test_a_machine_without_slurm_is_one_line_naming_the_launcher(tmp_path, monke
     monkeypatch.setenv("PATH", str(tmp_path))  # no srun, no sbatch
     with pytest.raises(LaunchError, match=r'^--launcher slurm: no Slurm cluster to submit to from here: .*"srun"'):
         Slurm(SLURM, tmp_path / "launches")
+
+
+def test_a_job_that_started_and_did_not_finish_within_the_timeout_is_cancelled(tmp_path):
+    """The timeout broken the other way: the job started (its start is counted), and runs on."""
+
+    class StartsAndHangs(NeverStarts):
+        def submit(self, function, *args):
+            Path(args[-1]).write_text("node-3\t0\n")  # what job.run writes first, on the node
+            return self.job
+
+    scheduler = StartsAndHangs()
+    slurm = Slurm(SLURM, tmp_path, executor=scheduler)
+    with pytest.raises(LaunchError, match=r"^job 7 timed out after 0.3 s and was cancelled$"):
+        slurm.launch(["true"], tmp_path / "t.log", 0.3, None)
+    assert scheduler.job.cancelled
 
 
 def test_a_missing_submitit_names_the_extra_to_install(monkeypatch):
