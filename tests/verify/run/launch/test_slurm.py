@@ -10,7 +10,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from resumeproof import cli
 from resumeproof.verify.run import launch
 from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV, Launch, LaunchError, job
 from resumeproof.verify.run.launch.slurm import Slurm
@@ -231,3 +233,10 @@ def test_a_job_that_started_and_did_not_finish_within_the_timeout_is_cancelled(t
 def test_a_missing_submitit_names_the_extra_to_install(monkeypatch):
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
     assert launch.missing_submitit() == f"--launcher slurm needs submitit, the 'cluster' extra: {launch.INSTALL}"
+
+
+def test_the_command_refuses_slurm_without_submitit_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    result = CliRunner().invoke(cli.main, ["verify", "--output", str(tmp_path / "out"), "--launcher", "slurm"])
+    assert result.exit_code == 2 and "needs submitit, the 'cluster' extra" in result.output
+    assert not (tmp_path / "out").exists()
