@@ -13,10 +13,26 @@ import threading
 from types import FrameType
 
 CANNOT_START = 127  # the shell's exit status for a command it cannot find
+# What a trajectory's environment changes in the one it starts from: variables set, variables removed. Only the
+# changes travel: the node's own (Slurm's SLURM_*, the CUDA_VISIBLE_DEVICES of its allocation) stay the node's.
+Changes = tuple[dict[str, str], tuple[str, ...]]
 
 
-def run(argv: list[str], log: str, env: dict[str, str] | None, starts: str) -> int:
-    """Run `argv` to its end; its exit code. A cancelled job (SIGINT, SIGTERM) kills the command's session first."""
+def changes(env: dict[str, str], base: dict[str, str]) -> Changes:
+    """What `env` sets or removes relative to `base`."""
+    return {k: v for k, v in env.items() if base.get(k) != v}, tuple(k for k in base if k not in env)
+
+
+def changed(base: dict[str, str], made: Changes) -> dict[str, str]:
+    """`base` with `made` applied."""
+    set_, removed = made
+    return {**{k: v for k, v in base.items() if k not in removed}, **set_}
+
+
+def run(argv: list[str], log: str, changes: Changes | None, starts: str) -> int:
+    """Run `argv` to its end in the job's environment with `changes` made; its exit code. A cancelled job (SIGINT,
+    SIGTERM) kills the command's session first."""
+    env = None if changes is None else changed(dict(os.environ), changes)
     devices = (env if env is not None else os.environ).get("CUDA_VISIBLE_DEVICES", "")
     with open(starts, "a") as mark:
         mark.write(f"{socket.gethostname()}\t{devices}\n")

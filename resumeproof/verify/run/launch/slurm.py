@@ -40,7 +40,8 @@ class Slurm:
         if self._closed.is_set():
             raise LaunchError("cancelled before it was submitted")
         try:
-            submitted = self.executor.submit(job.run, argv, str(log), env, str(starts))
+            made = None if env is None else job.changes(env, dict(os.environ))  # onto the node's environment
+            submitted = self.executor.submit(job.run, argv, str(log), made, str(starts))
         except (submitit.core.utils.FailedSubmissionError, OSError) as err:
             raise LaunchError(f"could not be submitted: {_first_line(err)}") from None
         with self._lock:

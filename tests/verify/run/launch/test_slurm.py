@@ -59,6 +59,22 @@ def test_a_job_runs_the_command_once_with_its_environment_into_its_log(local_job
     assert where.launcher == "slurm (submitit's local executor)"  # never passed off as a cluster's job
 
 
+def test_the_trajectorys_environment_changes_the_nodes_and_leaves_the_nodes_own_variables(
+    local_jobs, tmp_path, monkeypatch
+):
+    """Only what the trajectory's environment changes travels: a variable it sets, one it removes (the observer
+    never inherits STOP and BLOCK), while the job's own (here submitit's job id; on a cluster SLURM_*, the
+    allocation's CUDA_VISIBLE_DEVICES) stay."""
+    monkeypatch.setenv("REMOVED_BY_THE_TRAJECTORY", "x")
+    env = {k: v for k, v in os.environ.items() if k != "REMOVED_BY_THE_TRAJECTORY"} | {"SET": "y"}
+    show = (
+        "import os; print([os.environ.get(k) for k in ('SET', 'REMOVED_BY_THE_TRAJECTORY', 'SUBMITIT_LOCAL_JOB_ID')])"
+    )
+    ran = local_jobs.launch([sys.executable, "-c", show], tmp_path / "t.log", 120, env)
+    assert ran.exit_code == 0
+    assert f"['y', None, '{ran.placement.job_id}']" in (tmp_path / "t.log").read_text()
+
+
 def test_a_command_that_cannot_start_exits_127_and_says_why_in_its_log(local_jobs, tmp_path):
     ran = local_jobs.launch(["/no-such-command"], tmp_path / "t.log", 120, None)
     assert ran.exit_code == job.CANNOT_START and ran.placement.attempts == 1
