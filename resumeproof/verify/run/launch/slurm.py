@@ -70,7 +70,8 @@ class Slurm:
         """The job's exit code once it is done; cancelled, with the scheduler's word, when it takes too long."""
         deadline = time.monotonic() + timeout
         while not submitted.done():
-            if self._closed.is_set():
+            if self._closed.is_set():  # cancelled here too: `close` may have run before this job was registered
+                submitted.cancel(check=False)
                 raise LaunchError(f"job {submitted.job_id} cancelled")
             if time.monotonic() > deadline:
                 said = _reason(submitted)  # before cancelling: afterwards the scheduler says "cancelled"
