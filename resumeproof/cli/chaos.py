@@ -11,6 +11,7 @@ from resumeproof.cli.common import CONTEXT, DEFAULT_TRAIN_CMD, Command, debug_op
 from resumeproof.common import protocol
 from resumeproof.common.errors import EXIT_FAILED, EXIT_PASSED
 from resumeproof.verify import settings
+from resumeproof.verify.chaos.settings import MIN_PACE, PROCESS, RANK, ChaosSettings
 
 LONG_RUN = (
     protocol.RESUME_FLAG,
@@ -35,7 +36,11 @@ LONG_RUN_FLAGS = " ".join(LONG_RUN)  # what a trainer under chaos accepts
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the instants and signals.")
 @click.option(
-    "--pace", type=click.FloatRange(min=settings.MIN_PACE), default=0.05, show_default=True, help="Sleep per step."
+    "--pace",
+    type=click.FloatRange(min=MIN_PACE),
+    default=0.05,
+    show_default=True,
+    help="Sleep per step.",
 )
 @click.option("--timeout", type=click.FloatRange(min=1), default=120.0, show_default=True, help="Seconds per process.")
 @click.option(
@@ -45,8 +50,8 @@ LONG_RUN_FLAGS = " ".join(LONG_RUN)  # what a trainer under chaos accepts
 )
 @click.option(
     "--kill",
-    type=click.Choice((settings.PROCESS, settings.RANK)),
-    default=settings.PROCESS,
+    type=click.Choice((PROCESS, RANK)),
+    default=PROCESS,
     show_default=True,
     help="process: signal the trainer; rank: SIGKILL one worker of a torchrun --max-restarts launch.",
 )
@@ -56,8 +61,8 @@ def run_chaos(train_cmd: str, debug: bool, **options: Any) -> int:
     from resumeproof.verify.chaos import run as chaos_run
     from resumeproof.verify.report import terminal
 
-    # every other option is a field of settings.ChaosSettings, under its own name
-    asked = parsed(lambda: settings.ChaosSettings(train=shlex.split(settings.parse_train_cmd(train_cmd)), **options))
+    # every other option is a field of ChaosSettings, under its own name
+    asked = parsed(lambda: ChaosSettings(train=shlex.split(settings.parse_train_cmd(train_cmd)), **options))
     out = terminal.console()
     with out.status(f"chaos: {asked.kills} signals into a run of {asked.steps} steps"):
         result = chaos_run.run(asked)

@@ -21,6 +21,7 @@ from resumeproof.verify import settings
 from resumeproof.verify.plan.points import CHECKPOINTS, EPOCHS
 from resumeproof.verify.plan.script import PRESETS, with_preset
 from resumeproof.verify.report.result import Verification
+from resumeproof.verify.run import launch as launchers
 from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
 
 # What a protocol verification has and `--observe` does not: judged from the observer's records, with no summary.
@@ -138,6 +139,25 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run", "epochs")
 )
 @click.option("--torch-load", is_flag=True, help="Also load each checkpoint with torch.load (imports torch).")
 @click.option(
+    "--launcher",
+    type=click.Choice(launchers.LAUNCHERS),
+    default=launchers.LOCAL,
+    show_default=True,
+    help="Where the trajectories run: processes here, or one Slurm job each through submitit (the 'cluster' extra; "
+    "--output must be on a file system every node sees: docs/cluster.md).",
+)
+@click.option(
+    "--slurm-partition", metavar="NAME", help="With --launcher slurm: the partition.  [default: the cluster's]"
+)
+@click.option("--slurm-nodes", type=int, default=1, show_default=True, help="With --launcher slurm: nodes per job.")
+@click.option("--slurm-gpus-per-node", type=int, default=0, show_default=True, help="With --launcher slurm: GPUs.")
+@click.option(
+    "--slurm-time",
+    type=int,
+    metavar="MINUTES",
+    help="With --launcher slurm: each job's time limit.  [default: the partition's]",
+)
+@click.option(
     "--junit-xml",
     type=click.Path(path_type=Path),
     metavar="FILE",
@@ -175,6 +195,11 @@ def run_verify(
     allow_unsafe_pickle,
     allow_opaque,
     torch_load,
+    launcher,
+    slurm_partition,
+    slurm_nodes,
+    slurm_gpus_per_node,
+    slurm_time,
     junit_xml,
     summary_md,
     debug,
@@ -218,8 +243,18 @@ def run_verify(
             resume_from_run=resume_from_run,
             from_checkpoints=interrupt_at == CHECKPOINTS,
             epochs=epochs or 0,
+            launch=launchers.Launch(
+                launcher=launcher,
+                partition=slurm_partition,
+                nodes=slurm_nodes,
+                gpus_per_node=slurm_gpus_per_node,
+                minutes=slurm_time,
+            ),
         )
     )
+    missing = launchers.missing_submitit() if launcher == launchers.SLURM else None
+    if missing:
+        raise click.UsageError(missing)
     if plot:
         from resumeproof.verify.report.plot import INSTALL, available
 

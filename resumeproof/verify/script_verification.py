@@ -19,6 +19,7 @@ from resumeproof.verify.plan.trainer import OBSERVED, point_names
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
 from resumeproof.verify.run import environment, inputs, vet
+from resumeproof.verify.run.launch import LAUNCHES, launcher_for
 from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
 from resumeproof.verify.settings import Settings, SettingsError
 
@@ -62,7 +63,8 @@ def _run(s: Settings, trajectories: list[Trajectory], out: Console) -> str | Non
             return []
         return script_plan.resumes(s, done, _stopped(observation.read_all(done.observe.record)))
 
-    terminal.run_live(out, trajectories, s.jobs, s.timeout, lambda done: script_plan.accept(s, done), resumes)
+    accept, launcher = (lambda done: script_plan.accept(s, done)), launcher_for(s.launch, s.output / LAUNCHES)
+    terminal.run_live(out, trajectories, s.jobs, s.timeout, accept, resumes, launcher)
     return first_error(trajectories)
 
 

@@ -8,22 +8,17 @@ import math
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from resumeproof.common import observation
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import MODEL, PART_NAME
 from resumeproof.verify.plan.points import CHECKPOINTS, EPOCHS
+from resumeproof.verify.run.launch import LAUNCHERS, LOCAL, LOCAL_LAUNCH, Launch
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
 FLAT = "flat"  # --faults flat: resume from the classic flat file of weights and Adam moments alone
-PROCESS, RANK = "process", "rank"  # what a chaos kill targets: the trainer, or one worker of a torchrun group
-MIN_PACE = 0.001  # seconds per update: a run that sleeps less leaves no instant to aim at
-# A cadence of 0 ("never": a generation only when a signal asks for one) leaves a SIGKILL nothing newer to
-# resume from than the last SIGTERM or SIGUSR1, and the instants aimed "inside a write" only the final one.
-NEEDS_CADENCE = "chaos needs a cadence >= 1: it aims signals inside the generations' writes and resumes from them"
 # The placeholders of an unmodified script's commands (--observe, docs/observe.md), and why each is needed.
 RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"
 # A script that counts its length in epochs (--epochs E): `{epochs}` its length, `{epoch}` in --checkpoint the 0-based
@@ -78,12 +73,13 @@ class Settings:
     from_checkpoints: bool = False  # --interrupt-at checkpoints: after each update the continuous run saved at
     epochs: int = 0  # --epochs E: fills {epochs}; N (steps 0 until then) is read off the continuous run
     epoch_updates: int = 0  # with --epochs: updates per epoch, N / E, read off the continuous run (0 until then)
+    launch: Launch = LOCAL_LAUNCH  # where the trajectories run: --launcher and its --slurm-* flags (docs/cluster.md)
 
     def __post_init__(self) -> None:
         if not (self.epochs and self.steps == 0):  # with --epochs, N is unknown until the continuous run ends
-            _at_least("--steps", self.steps, 2)
-        _at_least("--jobs", self.jobs, 1)
-        _at_least("--check-cadence", self.cadence, 0)
+            at_least("--steps", self.steps, 2)
+        at_least("--jobs", self.jobs, 1)
+        at_least("--check-cadence", self.cadence, 0)
         if not (math.isfinite(self.atol) and self.atol >= 0):
             raise SettingsError("--atol", f"{self.atol} must be a finite number >= 0")
         if not self.timeout > 0:  # NaN included
@@ -93,6 +89,7 @@ class Settings:
         for chain in self.segments:
             _check_chain(",".join(map(str, chain)), chain, self.steps)
         parse_train_cmd(self.train_cmd)
+        _check_launch(self.launch)
         if self.resume_cmd is not None:
             parse_train_cmd(self.resume_cmd, "--resume-cmd")
         _check_epochs(self)
@@ -157,6 +154,27 @@ def _check_script(s: Settings) -> None:
         raise SettingsError("--stop", f"{s.stop!r}: one of {', '.join(observation.STOPS)}")
 
 
+def _check_launch(launch: Launch) -> None:
+    """A launcher this verifier knows, and --slurm-* flags only for Slurm, each within its range."""
+    if launch.launcher not in LAUNCHERS:
+        raise SettingsError("--launcher", f"{launch.launcher!r}: one of {', '.join(LAUNCHERS)}")
+    slurm = {
+        "--slurm-partition": launch.partition != LOCAL_LAUNCH.partition,
+        "--slurm-nodes": launch.nodes != LOCAL_LAUNCH.nodes,
+        "--slurm-gpus-per-node": launch.gpus_per_node != LOCAL_LAUNCH.gpus_per_node,
+        "--slurm-time": launch.minutes != LOCAL_LAUNCH.minutes,
+    }
+    given = [flag for flag, differs in slurm.items() if differs]
+    if launch.launcher == LOCAL and given:
+        raise SettingsError(given[0], "applies only with --launcher slurm (docs/cluster.md)")
+    if launch.partition is not None and not launch.partition.strip():
+        raise SettingsError("--slurm-partition", "is empty")
+    at_least("--slurm-nodes", launch.nodes, 1)
+    at_least("--slurm-gpus-per-node", launch.gpus_per_node, 0)
+    if launch.minutes is not None:
+        at_least("--slurm-time", launch.minutes, 1)
+
+
 def _check_not_from_run(resume_from_run: bool) -> None:
     """A protocol trainer resumes from the file its --resume-from names and writes only its --output: no run folder
     of its own to resume from, nothing to copy."""
@@ -189,45 +207,6 @@ def _check_epochs(s: Settings) -> None:
             f"{CHECKPOINTS} needs {STEP} or {EPOCH} in --checkpoint: the name {pattern!r} does not "
             "say after which update the continuous run wrote it",
         )
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChaosSettings:
-    """What `resumeproof chaos` is asked to do."""
-
-    output: Path  # must not exist
-    train: list[str]  # the training command line the flags are appended to
-    kills: int  # signals to deliver
-    steps: int  # the final global step
-    checkpoint_every: int  # a generation every K steps; at least 1 (NEEDS_CADENCE)
-    seed: int  # of the instants and signals: the same seed, the same schedule
-    pace: float  # seconds the trainer sleeps after each update, so instants land inside training
-    timeout: float  # per trainer process (per group start, with kill="rank")
-    kill: str = PROCESS  # PROCESS: signal the trainer; RANK: SIGKILL one rank, torchrun restarts the group
-
-    def __post_init__(self) -> None:
-        if not self.train:
-            raise SettingsError("--train-cmd", "is empty")
-        _at_least("--kills", self.kills, 1)
-        _at_least("--steps", self.steps, 2)
-        if not (math.isfinite(self.pace) and self.pace >= MIN_PACE):
-            raise SettingsError("--pace", f"{self.pace} must be a finite number of seconds >= {MIN_PACE}")
-        _at_least("--timeout", self.timeout, 1)
-        if self.checkpoint_every < 1:
-            raise SettingsError("--checkpoint-every", f"{self.checkpoint_every}: {NEEDS_CADENCE}")
-        if self.kill not in (PROCESS, RANK):
-            raise SettingsError("--kill", f"{self.kill!r}: {PROCESS} or {RANK}")
-
-    def record(self) -> dict[str, Any]:
-        """What verification.json records of the settings."""
-        return {
-            "kills": self.kills,
-            "steps": self.steps,
-            "checkpoint_every": self.checkpoint_every,
-            "seed": self.seed,
-            "pace": self.pace,
-            "kill": self.kill,
-        }
 
 
 def parse_train_cmd(train_cmd: str, flag: str = "--train-cmd") -> str:
@@ -296,7 +275,7 @@ def _check_chain(spec: str, chain: tuple[int, ...], steps: int) -> None:
         raise SettingsError("--segments", f"{spec!r}: at least two counts >= 1 that sum to --steps {steps}")
 
 
-def _at_least(flag: str, value: float, minimum: float) -> None:
+def at_least(flag: str, value: float, minimum: float) -> None:
     """The rule behind a flag with a minimum (NaN is below any)."""
     if not value >= minimum:
         raise SettingsError(flag, f"{value} is not >= {minimum}")

@@ -19,6 +19,7 @@ from resumeproof.verify.plan.expectation import Expect
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import Verification, ran
 from resumeproof.verify.run import environment, inputs
+from resumeproof.verify.run.launch import LAUNCHES, launcher_for
 from resumeproof.verify.run.outputs import Accepted
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory, TrajectoryError, first_error
@@ -163,7 +164,8 @@ def _evidence_trajectories(
 
 
 def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any = None) -> None:
-    terminal.run_live(out, trajectories, s.jobs, s.timeout, lambda done: _accept(done, s), expand)
+    launcher = launcher_for(s.launch, s.output / LAUNCHES)
+    terminal.run_live(out, trajectories, s.jobs, s.timeout, lambda done: _accept(done, s), expand, launcher)
 
 
 def _accept(t: Trajectory, s: Settings) -> Accepted:

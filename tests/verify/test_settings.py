@@ -8,8 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from resumeproof import cli
+from resumeproof.verify.chaos.settings import ChaosSettings
+from resumeproof.verify.run.launch import Launch
 from resumeproof.verify.settings import (
-    ChaosSettings,
     Settings,
     SettingsError,
     parse_faults,
@@ -207,3 +208,30 @@ def test_an_epoch_pattern_without_epochs_is_refused_by_the_command_before_anythi
     assert parse_points("checkpoints", 10) == () and parse_points("4,8", 0) == (4, 8)
     with pytest.raises(SettingsError, match="'all' needs N before the run"):
         parse_points("all", 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "launch"),
+    [
+        (("--slurm-partition", "gpu"), "--slurm-partition", Launch(partition="gpu")),  # Slurm's flag, local launcher
+        (("--slurm-time", "30"), "--slurm-time", Launch(minutes=30)),
+        (("--launcher", "slurm", "--slurm-nodes", "0"), "--slurm-nodes", Launch(launcher="slurm", nodes=0)),
+        (
+            ("--launcher", "slurm", "--slurm-gpus-per-node", "-1"),
+            "--slurm-gpus-per-node",
+            Launch(launcher="slurm", gpus_per_node=-1),
+        ),
+        (("--launcher", "slurm", "--slurm-time", "0"), "--slurm-time", Launch(launcher="slurm", minutes=0)),
+    ],
+)
+def test_the_command_and_the_settings_refuse_the_same_launches(tmp_path, args, flag, launch):
+    assert flag in refused_by_the_command(tmp_path, "verify", *args)
+    with pytest.raises(SettingsError) as refused:
+        Settings(**{**VERIFY, "launch": launch})
+    assert refused.value.flag == flag
+
+
+def test_a_launcher_the_verifier_does_not_know_is_refused_by_the_settings():
+    with pytest.raises(SettingsError, match="'ray': one of local, slurm") as refused:
+        Settings(**{**VERIFY, "launch": Launch(launcher="ray")})
+    assert refused.value.flag == "--launcher"

@@ -26,11 +26,11 @@ from resumeproof.common import losslog, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError, refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, OUTPUT_FLAG, STEPS_FLAG, CheckId, CheckKind
 from resumeproof.verify.chaos.result import ChaosResult
+from resumeproof.verify.chaos.settings import RANK, ChaosSettings
 from resumeproof.verify.judge.compare import summaries
 from resumeproof.verify.judge.findings import Check
 from resumeproof.verify.run import accept
 from resumeproof.verify.run.summary import read_summary
-from resumeproof.verify.settings import RANK, ChaosSettings
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)
 # torchrun's workers otherwise reuse the previous attempt's store without a prefix and a restarted

@@ -13,6 +13,7 @@ from resumeproof.common import fingerprint, protocol
 from resumeproof.common.protocol import RESUMED, CheckKind
 from resumeproof.verify.judge.findings import DIVERGENT, Check, Coverage, Determinism, Fault, FaultStatus, Resume
 from resumeproof.verify.report.verdict import Verdict, failure, verdict
+from resumeproof.verify.run.launch import Placement
 from resumeproof.verify.run.trajectories import Trajectory
 
 
@@ -47,10 +48,12 @@ class TrajectoryRecord:
     error: str | None
     check: CheckedCheckpoint | None = None
     started_from: dict[str, str | None] | None = None  # a script's resume: checkpoint, copy_of, sha256
+    ran_on: Placement | None = None  # where its command ran (verify/run/launch/); None: it never ran
 
     def to_json(self) -> dict[str, Any]:
         checked: dict[str, Any] = {"check": self.check.to_json()} if self.check else {}
         checked |= {"started_from": self.started_from} if self.started_from else {}
+        checked |= {"ran_on": self.ran_on.to_json()} if self.ran_on else {}
         return {
             "argv": list(self.argv),
             "status": self.status,
@@ -66,7 +69,8 @@ class TrajectoryRecord:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "TrajectoryRecord":
         files, check = tuple(d.get("checkpoint_files", ())), CheckedCheckpoint.from_json(d.get("check"))
-        return cls(**{**d, "argv": tuple(d["argv"]), "checkpoint_files": files, "check": check})
+        where = Placement.from_json(d.get("ran_on"))
+        return cls(**{**d, "argv": tuple(d["argv"]), "checkpoint_files": files, "check": check, "ran_on": where})
 
 
 @dataclass(kw_only=True)
@@ -248,4 +252,5 @@ def ran(t: Trajectory) -> TrajectoryRecord:
         checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (),
         log=str(t.log),
         error=t.error,
+        ran_on=t.placement,
     )

@@ -17,6 +17,7 @@ from resumeproof.verify.chaos.result import ChaosResult
 from resumeproof.verify.judge.findings import CONCORDANT, Check, FaultStatus, Resume, diagnosed
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import PASSED, denied
+from resumeproof.verify.run.launch import Launcher
 from resumeproof.verify.run.outputs import Accepted
 from resumeproof.verify.run.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory, run_all
 from resumeproof.verify.settings import FLAT
@@ -78,12 +79,15 @@ def run_live(
     timeout: float,
     accept: Callable[[Trajectory], Accepted | None],
     expand: Callable[[Trajectory], list[Trajectory]] | None = None,
+    launcher: Launcher | None = None,
 ) -> None:
     """Run the trajectories (verify/run/trajectories.py) with the live display of their progress on `out`."""
     with Live(progress(trajectories), console=out, refresh_per_second=8) as live:
-        run_all(
-            trajectories, jobs, timeout, accept, lambda: live.update(progress(trajectories)), expand or (lambda d: [])
-        )
+
+        def shown() -> None:
+            live.update(progress(trajectories))
+
+        run_all(trajectories, jobs, timeout, accept, shown, expand or (lambda d: []), launcher)
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal
 

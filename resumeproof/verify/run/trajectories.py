@@ -1,16 +1,15 @@
 """Run trajectories as fresh processes: at most `jobs` at once, each after the ones it needs.
 
-Every process gets its own log file and its own session, so that a timeout kills the trainer and
-anything it started. A trajectory's prerequisite steps (such as exporting the file it resumes
-from) run first, in the same job and log. A trajectory counts as done only once `accept` has
-checked what it wrote; its dependents start only after that. Each process is watched by the
-observer (common/observation.py) where the plan asks for its records.
+A `Launcher` (verify/run/launch/) runs each command: on this machine in its own session, so that a timeout kills
+the trainer and anything it started, or as a scheduler's job. A trajectory whose command started more than once (a
+scheduler's retry or requeue) is refused: it would be a resume nobody asked for. A trajectory's prerequisite steps
+(such as exporting the file it resumes from) run first, through the same launcher, into the same log. A trajectory
+counts as done only once `accept` has checked what it wrote; its dependents start only after that. Each process is
+watched by the observer (common/observation.py) where the plan asks for its records.
 """
 
 import os
 import shlex
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -21,6 +20,8 @@ from resumeproof.common import observation
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify.plan.expectation import Expectation
 from resumeproof.verify.run import failure, inputs
+from resumeproof.verify.run.launch import Launcher, LaunchError, Placement
+from resumeproof.verify.run.launch.local import Local
 from resumeproof.verify.run.outputs import Accepted
 
 QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
@@ -61,6 +62,7 @@ class Trajectory:
     starts_from: Path | None = None  # a script's resume: the checkpoint its command names (verify/run/inputs.py)
     copy_of: Path | None = None  # --resume-from-run: the run folder copied to `output` before it starts
     left: inputs.Fingerprint | None = None  # an interrupted script's checkpoint, before any resume started
+    placement: Placement | None = None  # where its command ran (verify/run/launch/), once it ran
 
     def environment(self) -> dict[str, str] | None:
         """Its process's environment: this one's, with the observer injected where it is asked for."""
@@ -84,32 +86,49 @@ def run_all(
     accept: Callable[[Trajectory], Accepted | None],
     refresh: Callable[[], None] = lambda: None,
     expand: Callable[[Trajectory], list[Trajectory]] = lambda done: [],
+    launcher: Launcher | None = None,
 ) -> None:
     """Run every trajectory whose dependencies are done; mark the rest skipped. `expand(done)` may add
-    trajectories once one is accepted (they join `trajectories`): what they are depends on what it wrote."""
+    trajectories once one is accepted (they join `trajectories`): what they are depends on what it wrote.
+    `launcher` (default: processes here) is closed on the way out, Ctrl-C and errors included."""
+    launch = launcher or Local()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        try:
+            _schedule(trajectories, jobs, lambda t: pool.submit(_run, t, timeout, accept, launch), refresh, expand)
+        finally:
+            launch.close()  # before the pool waits for its threads: a scheduler's jobs are cancelled, not awaited
+    refresh()
+
+
+def _schedule(
+    trajectories: list[Trajectory],
+    jobs: int,
+    start: Callable[[Trajectory], Future],
+    refresh: Callable[[], None],
+    expand: Callable[[Trajectory], list[Trajectory]],
+) -> None:
+    """Start each trajectory once its dependencies are done and a job is free, until none is left."""
     by_name = {t.name: t for t in trajectories}
     pending, running = [t for t in trajectories if t.status == QUEUED], dict[Future, Trajectory]()
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        while pending or running:
-            for t in list(pending):
-                needs = [by_name[name].status for name in t.after]
-                if any(status in (FAILED, SKIPPED) for status in needs):
-                    pending.remove(t)
-                    t.status, t.error = SKIPPED, f"needs {', '.join(t.after)}"
-                elif all(status == DONE for status in needs) and len(running) < jobs:
-                    pending.remove(t)
-                    t.status, t.started = RUNNING, time.perf_counter()
-                    running[pool.submit(_run, t, timeout, accept)] = t
-            refresh()
-            finished, _ = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
-            for future in finished:
-                t = running.pop(future)
-                t.status = DONE if future.result() is None else FAILED
-                added = expand(t) if t.status == DONE else []
-                trajectories += added
-                pending += added
-                by_name.update((a.name, a) for a in added)
-    refresh()
+    while pending or running:
+        for t in list(pending):
+            needs = [by_name[name].status for name in t.after]
+            if any(status in (FAILED, SKIPPED) for status in needs):
+                pending.remove(t)
+                t.status, t.error = SKIPPED, f"needs {', '.join(t.after)}"
+            elif all(status == DONE for status in needs) and len(running) < jobs:
+                pending.remove(t)
+                t.status, t.started = RUNNING, time.perf_counter()
+                running[start(t)] = t
+        refresh()
+        finished, _ = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
+        for future in finished:
+            t = running.pop(future)
+            t.status = DONE if future.result() is None else FAILED
+            added = expand(t) if t.status == DONE else []
+            trajectories += added
+            pending += added
+            by_name.update((a.name, a) for a in added)
 
 
 def first_error(trajectories: list[Trajectory]) -> str | None:
@@ -117,40 +136,38 @@ def first_error(trajectories: list[Trajectory]) -> str | None:
     return next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
 
 
-def _run(t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted | None]) -> str | None:
+def _run(
+    t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted | None], launcher: Launcher
+) -> str | None:
     """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
     try:
         t.log.write_bytes(b"")
         if t.copy_of is not None:
             inputs.copy_run(t.copy_of, t.output)
         for step in t.prepare:
-            code = _spawn_and_wait(list(step), t.log, timeout)
+            code = _launched(t, launcher, list(step), timeout, None)
             if code != 0:
                 said = failure.said(t.log)
                 raise TrajectoryError(f"prerequisite `{shlex.join(step)}` exited with status {code}: {said}")
-        t.exit_code = _spawn_and_wait(t.argv, t.log, timeout, t.environment())
+        t.exit_code = _launched(t, launcher, t.argv, timeout, t.environment())
         if t.exit_code != 0:
             said = failure.said(t.log)
             raise TrajectoryError(f"exited with status {t.exit_code}{': ' + said if said else ''} (log: {t.log})")
         t.accepted = accept(t)
-    except (TrajectoryError, inputs.InputError) as err:
+    except (TrajectoryError, LaunchError, inputs.InputError) as err:
         t.error = f"{t.name}: {err}"
     finally:
         t.seconds = time.perf_counter() - (t.started or time.perf_counter())
     return t.error
 
 
-def _spawn_and_wait(argv: list[str], log_path: Path, timeout: float, env: dict[str, str] | None = None) -> int:
-    with open(log_path, "ab") as log:
-        try:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
-            )
-        except OSError as err:  # no such command, not executable, ...
-            raise TrajectoryError(f"cannot start {argv[0]!r}: {err.strerror or err}") from None
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the trainer and its children
-            proc.wait()
-            raise TrajectoryError(f"timed out after {timeout:g} s and was killed (log: {log_path})") from None
+def _launched(t: Trajectory, launcher: Launcher, argv: list[str], timeout: float, env: dict[str, str] | None) -> int:
+    """One command of `t` run to its end by `launcher`: its exit code, once it is known to have started once."""
+    ran = launcher.launch(argv, t.log, timeout, env)
+    t.placement = ran.placement
+    if ran.placement.attempts > 1:
+        raise TrajectoryError(
+            f"`{shlex.join(argv)}` started {ran.placement.attempts} times (job {ran.placement.job_id}: retried or "
+            "requeued by the scheduler): a process that restarted is a resume, not the run it was planned as"
+        )
+    return ran.exit_code

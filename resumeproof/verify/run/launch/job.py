@@ -1,0 +1,67 @@
+"""What a scheduler's job runs: one command line, its output appended to the trajectory's log, each start counted.
+
+Standard library only, imported by the job's own interpreter (submitit unpickles `run` by reference). Every start
+appends a line to the `starts` file first, so that a job the scheduler ran twice (a requeue, a retry) says so
+whatever the scheduler reports.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+from types import FrameType
+
+CANNOT_START = 127  # the shell's exit status for a command it cannot find
+# What a trajectory's environment changes in the one it starts from: variables set, variables removed. Only the
+# changes travel: the node's own (Slurm's SLURM_*, the CUDA_VISIBLE_DEVICES of its allocation) stay the node's.
+Changes = tuple[dict[str, str], tuple[str, ...]]
+
+
+def changes(env: dict[str, str], base: dict[str, str]) -> Changes:
+    """What `env` sets or removes relative to `base`."""
+    return {k: v for k, v in env.items() if base.get(k) != v}, tuple(k for k in base if k not in env)
+
+
+def changed(base: dict[str, str], made: Changes) -> dict[str, str]:
+    """`base` with `made` applied."""
+    set_, removed = made
+    return {**{k: v for k, v in base.items() if k not in removed}, **set_}
+
+
+def run(argv: list[str], log: str, changes: Changes | None, starts: str) -> int:
+    """Run `argv` to its end in the job's environment with `changes` made; its exit code. A cancelled job (SIGINT,
+    SIGTERM) kills the command's session first."""
+    env = None if changes is None else changed(dict(os.environ), changes)
+    devices = (env if env is not None else os.environ).get("CUDA_VISIBLE_DEVICES", "")
+    with open(starts, "a") as mark:
+        mark.write(f"{socket.gethostname()}\t{devices}\n")
+    with open(log, "ab") as out:
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
+            )
+        except OSError as err:  # no such command on the node, not executable: said in the log, as a shell would
+            out.write(f"cannot start {argv[0]!r} on {socket.gethostname()}: {err.strerror or err}\n".encode())
+            return CANNOT_START
+        if threading.current_thread() is threading.main_thread():  # as in a job; a test may call it from a thread
+            signal.signal(signal.SIGTERM, _interrupt)  # submitit only logs a SIGTERM: the command must end too
+        try:
+            return proc.wait()
+        finally:
+            if proc.poll() is None:  # cancelled, or timed out by the scheduler: not one process left behind
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def started(starts: str) -> list[tuple[str, str]]:
+    """Each start's host and devices, in order."""
+    try:
+        with open(starts) as mark:
+            return [tuple(line.rstrip("\n").split("\t", 1)) for line in mark if line.strip()]  # type: ignore[misc]
+    except FileNotFoundError:
+        return []

@@ -1,0 +1,72 @@
+"""The words of the launcher seam: which launchers there are, what a launch asks for and what it reports."""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from resumeproof.common.errors import ResumeproofError
+
+LOCAL, SLURM = "local", "slurm"
+LAUNCHERS = (LOCAL, SLURM)
+LAUNCHES = "launches"  # under --output: a scheduler's own files (submitit's pickles and logs) and each job's starts
+INSTALL = "python -m pip install 'resumeproof[cluster]'"
+# Test-only: "local" runs the same submitit jobs as processes on this machine (submitit's LocalExecutor).
+SUBMITIT_CLUSTER_ENV = "RESUMEPROOF_SUBMITIT_CLUSTER"
+
+
+class LaunchError(ResumeproofError):
+    """A command could not be started, never started, or did not finish where it was sent."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Launch:
+    """Where the trajectories run (--launcher and the --slurm-* flags; checked by verify/settings.py)."""
+
+    launcher: str = LOCAL
+    partition: str | None = None  # --slurm-partition (None: the cluster's default)
+    nodes: int = 1  # --slurm-nodes: the command runs once, on the allocation's first node
+    gpus_per_node: int = 0  # --slurm-gpus-per-node
+    minutes: int | None = None  # --slurm-time: each job's time limit (None: the partition's default)
+
+
+LOCAL_LAUNCH = Launch()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placement:
+    """What ran where: the launcher, the host, the scheduler's job id, how many times it started, its devices."""
+
+    launcher: str
+    host: str | None  # None: it never started
+    job_id: str | None  # None: no scheduler (local)
+    attempts: int  # starts of the command: more than one is a retry or a requeue, refused
+    devices: str | None  # CUDA_VISIBLE_DEVICES as the command saw it (None: not set)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "launcher": self.launcher,
+            "host": self.host,
+            "job_id": self.job_id,
+            "attempts": self.attempts,
+            "devices": self.devices,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> "Placement | None":
+        return cls(**d) if d else None
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A command that ran to its end: its exit code and where it ran."""
+
+    exit_code: int
+    placement: Placement
+
+
+class Launcher(Protocol):
+    """Runs a command line to its end, its output appended to `log`; `close` ends whatever is still running."""
+
+    def launch(self, argv: list[str], log: Path, timeout: float, env: dict[str, str] | None) -> Launched: ...
+
+    def close(self) -> None: ...

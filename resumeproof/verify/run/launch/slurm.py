@@ -1,0 +1,131 @@
+"""Each command one Slurm job through submitit: no retry, no requeue, every start counted, cancelled on any exit.
+
+The job runs `job.run` once, on the allocation's first node (no srun: a command that wants every node, such as
+torchrun with a rendezvous, starts its own processes from the allocation's environment). The trajectories' outputs,
+logs and the observer's records lie under --output, which every node must see (docs/cluster.md).
+"""
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import submitit
+
+from resumeproof.verify.run.launch import job
+from resumeproof.verify.run.launch.seam import SLURM, SUBMITIT_CLUSTER_ENV, Launch, Launched, LaunchError, Placement
+
+POLL = 0.2  # seconds between two looks at a job's state
+
+
+class Slurm:
+    """Submits each command as one job and waits for it; `close` cancels every job still known."""
+
+    def __init__(self, launch: Launch, folder: Path, executor: Any = None) -> None:
+        self.folder = folder
+        self.executor = executor or _executor(launch, folder)
+        cluster = self.executor.cluster if hasattr(self.executor, "cluster") else SLURM
+        # verification.json says so when the jobs ran as processes here (the tests), not on a cluster
+        self.name = SLURM if cluster == SLURM else f"{SLURM} (submitit's {cluster} executor)"
+        self._jobs: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+
+    def launch(self, argv: list[str], log: Path, timeout: float, env: dict[str, str] | None) -> Launched:
+        starts = self.folder / f"{uuid.uuid4().hex}.starts"
+        if self._closed.is_set():
+            raise LaunchError("cancelled before it was submitted")
+        try:
+            made = None if env is None else job.changes(env, dict(os.environ))  # onto the node's environment
+            submitted = self.executor.submit(job.run, argv, str(log), made, str(starts))
+        except (submitit.core.utils.FailedSubmissionError, OSError) as err:
+            raise LaunchError(f"could not be submitted: {_first_line(err)}") from None
+        with self._lock:
+            self._jobs[submitted.job_id] = submitted
+        try:
+            code = self._wait(submitted, starts, timeout)
+        finally:
+            with self._lock:
+                self._jobs.pop(submitted.job_id, None)
+        ran = job.started(str(starts))
+        host, devices = ran[-1] if ran else (None, "")
+        where = Placement(
+            launcher=self.name, host=host, job_id=str(submitted.job_id), attempts=len(ran), devices=devices or None
+        )
+        return Launched(code, where)
+
+    def close(self) -> None:
+        """Cancel every job submitted and not yet finished (Ctrl-C, an error, the end of a run)."""
+        self._closed.set()
+        with self._lock:
+            running = list(self._jobs.values())
+        for submitted in running:
+            submitted.cancel(check=False)
+
+    def _wait(self, submitted: Any, starts: Path, timeout: float) -> int:
+        """The job's exit code once it is done; cancelled, with the scheduler's word, when it takes too long."""
+        deadline = time.monotonic() + timeout
+        while not submitted.done():
+            if self._closed.is_set():  # cancelled here too: `close` may have run before this job was registered
+                submitted.cancel(check=False)
+                raise LaunchError(f"job {submitted.job_id} cancelled")
+            if time.monotonic() > deadline:
+                said = _reason(submitted)  # before cancelling: afterwards the scheduler says "cancelled"
+                submitted.cancel(check=False)
+                if not starts.exists():
+                    raise LaunchError(f"job {submitted.job_id} never started within --timeout {timeout:g} s: {said}")
+                raise LaunchError(f"job {submitted.job_id} timed out after {timeout:g} s and was cancelled")
+            time.sleep(POLL)
+        try:
+            return int(submitted.result())
+        except (submitit.core.utils.UncompletedJobError, submitit.core.utils.FailedJobError) as err:
+            raise LaunchError(f"job {submitted.job_id} failed: {_first_line(err)}") from None
+
+
+def _executor(launch: Launch, folder: Path) -> Any:
+    """submitit's executor for `launch`: Slurm, or (SUBMITIT_CLUSTER_ENV=local, the tests) processes here."""
+    cluster = os.environ.get(SUBMITIT_CLUSTER_ENV) or "slurm"
+    # A requeued or retried trajectory would be a resumed one nobody asked for: none, wherever the scheduler allows.
+    try:
+        executor = submitit.AutoExecutor(
+            folder=folder, cluster=cluster, slurm_max_num_timeout=0, local_max_num_timeout=0
+        )
+    except RuntimeError as err:  # submitit's word for a machine without Slurm's commands
+        raise LaunchError(f"--launcher slurm: no Slurm cluster to submit to from here: {err}") from None
+    executor.update_parameters(nodes=launch.nodes, tasks_per_node=1)
+    if launch.gpus_per_node:
+        executor.update_parameters(gpus_per_node=launch.gpus_per_node)
+    if launch.minutes is not None:
+        executor.update_parameters(timeout_min=launch.minutes)
+    if cluster == "slurm":
+        extra = {"no_requeue": True}  # sbatch --no-requeue: no requeue after a node failure or a preemption
+        executor.update_parameters(slurm_use_srun=False, slurm_additional_parameters=extra)
+        if launch.partition is not None:
+            executor.update_parameters(slurm_partition=launch.partition)
+    return executor
+
+
+def _reason(submitted: Any) -> str:
+    """What the scheduler says of a job that has not finished: its state, and Slurm's reason when squeue has one."""
+    said = f"state {submitted.state}"
+    squeue = shutil.which("squeue")
+    if squeue is None:
+        return said
+    try:
+        reason = subprocess.run(
+            [squeue, "-h", "-j", str(submitted.job_id), "-o", "%r"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{said} (squeue: {err})"
+    return f"{said}, reason {reason}" if reason else said
+
+
+def _first_line(err: BaseException) -> str:
+    """The line of submitit's message that says what went wrong (it quotes the job's traceback and its log's path)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    said = [line for line in lines if "Error:" in line or "error:" in line]
+    return (said or lines or [type(err).__name__])[-1]

@@ -1,0 +1,115 @@
+"""The reference trainer verified through `--launcher slurm` gives what `--launcher local` gives: each trajectory a
+submitit job, run here by submitit's local executor (RESUMEPROOF_SUBMITIT_CLUSTER=local, docs/cluster.md), which
+runs the same job objects a Slurm cluster would. One verification per launcher, shared by the assertions."""
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV
+from tests.helpers import REPO, TRAINERS, verification
+
+VERIFY = [sys.executable, "-B", str(REPO / "verify_resume.py")]
+
+pytestmark = pytest.mark.xdist_group("launcher-slurm")  # one worker: the module's two runs are made once
+
+ARGS = ("--steps", "6", "--interrupt-at", "3", "--faults", "model", "--jobs", "2")
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    return verification(tmp_path_factory, "local", *ARGS)
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(SUBMITIT_CLUSTER_ENV, "local")
+        return verification(tmp_path_factory, "slurm", *ARGS, "--launcher", "slurm")
+
+
+def judged(doc: dict) -> dict:
+    """What a verification concludes, without where or how long it ran."""
+    return {
+        "verdict": doc["verdict"],
+        "checks": sorted((c["name"], c["passed"]) for c in doc["checks"]),
+        "resumes": {name: r["verdict"] for name, r in doc["comparison"]["resumes"].items()},
+        "no_rng": doc["comparison"]["no_rng_resume"]["verdict"],
+        "faults": {part: (f["detected"], f["diagnosis"]) for part, f in doc["faults"].items()},
+        "trajectories": sorted((name, t["status"], t["exit_code"]) for name, t in doc["trajectories"].items()),
+    }
+
+
+def test_slurm_jobs_give_the_verdicts_and_diagnoses_of_local_processes(local, slurm):
+    (local_proc, local_doc, _), (slurm_proc, slurm_doc, _) = local, slurm
+    assert local_proc.returncode == 0, local_proc.stderr
+    assert slurm_proc.returncode == 0, slurm_proc.stderr
+    assert judged(slurm_doc) == judged(local_doc)
+    assert judged(local_doc)["faults"]["model"][0] and judged(local_doc)["no_rng"] == "divergent"  # caught, both
+
+
+def test_each_trajectory_records_the_job_it_ran_as_once(slurm):
+    _, doc, out = slurm
+    placed = [t["ran_on"] for t in doc["trajectories"].values()]
+    assert placed and all(p["launcher"] == "slurm (submitit's local executor)" and p["attempts"] == 1 for p in placed)
+    assert len({p["job_id"] for p in placed}) == len(placed)  # one job each
+    assert all((out / "launches" / f"{p['job_id']}_submitted.pkl").is_file() for p in placed)
+
+
+def test_local_processes_record_no_job(local):
+    _, doc, _ = local
+    placed = [t["ran_on"] for t in doc["trajectories"].values()]
+    assert placed and all(p["launcher"] == "local" and p["job_id"] is None and p["attempts"] == 1 for p in placed)
+
+
+def running(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_ctrl_c_cancels_every_job_and_leaves_nothing_running(tmp_path):
+    """Two jobs of a trainer that never ends (and a child it started), then Ctrl-C: no trainer, no child left."""
+    out = tmp_path / "run"
+    train = shlex.join([sys.executable, "-B", str(TRAINERS / "hanging.py")])
+    argv = [*VERIFY, "--output", str(out), "--steps", "4", "--interrupt-at", "2", "--jobs", "2", "--timeout", "300"]
+    env = {**os.environ, SUBMITIT_CLUSTER_ENV: "local"}
+    proc = subprocess.Popen(
+        [*argv, "--launcher", "slurm", "--train-cmd", train],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Ctrl-C as a terminal delivers it
+    )
+    files = [out / name / "pids" for name in ("continuous", "interrupted")]
+    pids: list[int] = []
+    try:
+        waited = threading.Event()
+        for _ in range(1200):  # both trainers started and wrote their pids (at most a minute)
+            if all(f.is_file() and len(f.read_text().split()) == 2 for f in files):
+                break
+            waited.wait(0.05)
+        pids = [int(pid) for f in files for pid in f.read_text().split()]
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+        for _ in range(200):
+            if not any(running(pid) for pid in pids):
+                break
+            waited.wait(0.05)
+        assert len(pids) == 4 and [pid for pid in pids if running(pid)] == []
+    finally:
+        for pid in pids:  # only processes this test's trainers started, and only if still there
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
