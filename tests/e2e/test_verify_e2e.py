@@ -20,7 +20,8 @@ import pytest
 from tests.agreements import contradictions
 from tests.helpers import TRAINERS, read_verification, run_verify
 
-pytestmark = pytest.mark.xdist_group("verify_e2e")  # one worker: the module's runs are made once
+# One worker for the tests that read the proof (made once); the other verifications spread over both workers.
+PROOF = pytest.mark.xdist_group("verify_e2e-proof")
 
 NAMES = ("continuous", "interrupted", "resumed", "resumed-no-rng")
 SMALL = ("--steps", "4", "--interrupt-at", "2")  # enough for every fault below; keeps the suite fast
@@ -65,6 +66,7 @@ def proof(tmp_path_factory) -> Verification:
     return result
 
 
+@PROOF
 def test_bundled_trainer_passes_the_protocol(proof):
     doc = proof.doc
     assert doc["error"] is None
@@ -75,16 +77,19 @@ def test_bundled_trainer_passes_the_protocol(proof):
     assert "Traceback" not in proof.proc.stderr
 
 
+@PROOF
 def test_a_pass_repeats_nothing_and_its_document_never_contradicts_itself(proof):
     assert proof.doc["deterministic"] is None and contradictions(proof.doc) == []  # nothing repeated: unknown
 
 
+@PROOF
 def test_tolerance_and_next_lr_are_recorded(proof):
     assert proof.doc["tolerance"] == {"atol": 1e-12, "rtol": 0.0}
     # StepLR(step_size=3, gamma=0.5) after 10 updates: 0.03 * 0.5**3
     assert proof.doc["next_lr"] == pytest.approx(0.00375, rel=0, abs=1e-15)
 
 
+@PROOF
 @pytest.mark.parametrize(
     ("name", "steps", "extra"),
     [
@@ -107,6 +112,7 @@ def test_every_trajectory_is_recorded_with_its_checkpoint_fingerprint(proof, nam
     assert (out / "logs" / f"{name}.log").is_file()
 
 
+@PROOF
 def test_full_resume_is_concordant_and_resume_without_rng_diverges(proof):
     full, no_rng = proof.doc["comparison"]["full_resume"], proof.doc["comparison"]["no_rng_resume"]
     assert full["verdict"] == "concordant"
@@ -116,6 +122,7 @@ def test_full_resume_is_concordant_and_resume_without_rng_diverges(proof):
     assert no_rng["first_mismatch"] is not None
 
 
+@PROOF
 def test_environment_is_recorded(proof):
     assert proof.doc["environment"] == {
         "resumeproof": metadata.version("resumeproof"),
@@ -130,6 +137,7 @@ def test_environment_is_recorded(proof):
     }
 
 
+@PROOF
 def test_interrupted_checkpoint_is_mid_epoch(proof):
     summary = json.loads((proof.out / "interrupted" / "summary.json").read_text())
     data = summary["state"]["data"]
@@ -247,6 +255,7 @@ def test_the_verifier_never_calls_a_pivoted_resume_concordant(tmp_path):
     assert "only right ['pivot']" in full["detail"]
 
 
+@PROOF
 def test_the_flat_negative_control_diverges_and_names_its_cause(proof):
     proc, fault = proof.proc, proof.doc["faults"]["flat"]
     assert fault["detected"] is True
