@@ -146,32 +146,7 @@ def test_interrupted_checkpoint_is_mid_epoch(proof):
 
 
 # -- a comparison fails: exit 1 -----------------------------------------------------------------
-
-
-def test_forgotten_optimizer_state_fails_the_full_resume(tmp_path):
-    proc, _, doc = verify(tmp_path / "run", *SMALL, "--train-cmd", trainer_cmd("forgets_optimizer.py"))
-    assert proc.returncode == 1, proc.stderr
-    assert doc["error"] is None
-    assert doc["positive"] is False
-    assert doc["all_checks_passed"] is False
-    full = doc["comparison"]["full_resume"]
-    assert full["verdict"] == "divergent"
-    assert isinstance(full["first_mismatch"], str)
-    assert full["first_mismatch"].split("[")[0].split(".")[0] in ("step", "history", "state", "next", "eval")
-    assert full["max_state_deviation"] > 0  # the optimizer's moments really differ
-    checks = {c["name"]: c for c in doc["checks"]}
-    assert checks["interrupted: history = first 2 records of continuous"]["passed"] is True
-    assert checks["resumed (from step 2) concordant with continuous"]["first_mismatch"] == full["first_mismatch"]
-    # fresh moments change the weights of update 3, so the loss of update 4 is the first to differ in the files; the
-    # observer saw the optimizer's state differ entering update 3, with the same batch, model, loss and gradients
-    assert full["diagnosis"]["parts"] == ["optimizer"] and full["diagnosis"]["step"] == 3
-    assert full["diagnosis"]["rule"] == "first-update"
-    assert "diagnosis resumed: lost optimizer at update 3 (the first resumed one): same generators" in proc.stderr
-    check = checks["resumed (from step 2) concordant with continuous"]
-    assert (check["kind"], check["trajectory"], check["diagnosis"]) == ("resume", "resumed", full["diagnosis"])
-    repeat = doc["trajectories"]["continuous-repeat"]  # a failed comparison asks whether the trainer repeats itself
-    assert repeat["status"] == "done" and doc["deterministic"] is True and doc["determinism"]["repeated"] is True
-    assert contradictions(doc) == []
+# (a trainer that forgets its optimizer, and --torch-load: tests/verify/report/test_junit.py reads those verifications)
 
 
 def test_without_the_observers_records_the_summaries_alone_name_the_same_part(tmp_path):
@@ -228,14 +203,6 @@ def test_failed_trajectory_stops_verification(tmp_path, train_cmd, extra, messag
     # nothing that needs the refused interrupted checkpoint is run
     assert [doc["trajectories"][name]["status"] for name in NAMES] == ["failed", "failed", "skipped", "skipped"]
     assert not (out / "resumed").exists()
-
-
-def test_torch_load_option_loads_every_checkpoint_with_the_real_loader(tmp_path):
-    proc, _, doc = verify(tmp_path / "run", *SMALL, "--torch-load")
-    assert proc.returncode == 0, proc.stderr
-    details = [c["detail"] for c in doc["checks"] if c["name"].endswith(": fingerprint and weights_only")]
-    assert len(details) == 4
-    assert all("torch-free weights_only check, torch.load(weights_only=True))" in detail for detail in details), details
 
 
 def test_resume_that_rewrites_its_input_checkpoint_is_refused(tmp_path):
