@@ -13,8 +13,6 @@ from benchmarks import diagnosis
 from tests.agreements import contradictions
 from tests.helpers import read_verification
 
-pytestmark = pytest.mark.xdist_group("corpus")  # one worker: the module's runs are made once
-
 FAST = (
     "ema/lose-ema",  # a lost part the trainer names itself, seen only in state and eval
     "optimizer_recreated/recreate-optimizer",  # short state keys (net, opt, sched); the lr differs first
@@ -25,7 +23,11 @@ FAST = (
 CASES = {case.name: case for case in diagnosis.CASES}
 
 
-@pytest.fixture(scope="module", params=FAST)
+# Each case's tests on one worker, so that its verification is made once; the cases spread over both workers.
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(name, marks=pytest.mark.xdist_group(f"corpus:{name}")) for name in FAST],
+)
 def verified(request, tmp_path_factory) -> tuple[diagnosis.Case, diagnosis.Result, dict]:
     """The case, its score, and its verification.json (checked against the schema)."""
     case, out = CASES[request.param], tmp_path_factory.mktemp("corpus") / "run"

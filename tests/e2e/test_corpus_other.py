@@ -10,8 +10,6 @@ from benchmarks import diagnosis
 from tests.agreements import contradictions
 from tests.helpers import read_verification
 
-pytestmark = pytest.mark.xdist_group("corpus-other")  # one worker: the module's runs are made once
-
 FAST = (
     "amp_scaler/scaler-not-saved",  # a self-correcting GradScaler: its end state equals the continuous run's
     "iterator_after_restore/iter-after-restore",  # the generator is restored, then the iterator draws from it
@@ -21,7 +19,11 @@ FAST = (
 CASES = {case.name: case for case in diagnosis.OTHER_CASES}
 
 
-@pytest.fixture(scope="module", params=FAST)
+# Each case's tests on one worker, so that its verification is made once; the cases spread over both workers.
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(name, marks=pytest.mark.xdist_group(f"corpus-other:{name}")) for name in FAST],
+)
 def verified(request, tmp_path_factory) -> tuple[diagnosis.Case, diagnosis.Result, dict]:
     """The case, its score, and its verification.json (checked against the schema)."""
     case, out = CASES[request.param], tmp_path_factory.mktemp("corpus-other") / "run"

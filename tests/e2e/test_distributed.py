@@ -40,7 +40,9 @@ from tests.helpers import (
     verification,
 )
 
-pytestmark = pytest.mark.xdist_group("distributed")  # one worker: the module's runs are made once
+# The tests that read `grow` or `fsdp` on one worker, so that each is made once; `pair` and `canonical` are each read by
+# one test, and the launches of their own spread over both workers.
+GROW_FSDP = pytest.mark.xdist_group("distributed-grow-fsdp")
 
 
 def compared(a: dict, b: dict):
@@ -77,12 +79,14 @@ def fsdp(tmp_path_factory):
     return verification(tmp_path_factory, "fsdp", "--train-cmd", train, "--resume-cmd", resume)
 
 
+@GROW_FSDP
 def test_a_ddp_run_interrupted_at_1_process_resumes_exactly_at_2(grow):
     proc, doc, _ = grow
     assert proc.returncode == 0, proc.stderr
     assert doc["positive"] and doc["comparison"]["full_resume"]["verdict"] == "concordant"
 
 
+@GROW_FSDP
 def test_a_data_position_or_generators_restored_on_rank_0_only_are_caught_by_the_fault_matrix(grow):
     _, doc, _ = grow
     for part in ("other-ranks.data", "other-ranks.rng"):
@@ -105,6 +109,7 @@ def test_a_part_lost_on_the_ranks_other_than_0_alone_is_named_from_their_first_r
         assert diagnosis["explanation"].startswith("rank 1: ") and said in diagnosis["explanation"], diagnosis
 
 
+@GROW_FSDP
 @pytest.mark.parametrize("part", ["model", "optimizer"])
 def test_a_dcp_resume_that_omits_the_model_or_optimizer_really_leaves_it_unrestored(grow, part):
     """dcp.load writes in place: loading into the live parameters would restore an omitted model."""
@@ -114,6 +119,7 @@ def test_a_dcp_resume_that_omits_the_model_or_optimizer_really_leaves_it_unresto
     assert fault["detected"] and not fault["identical_to_full_resume"]
 
 
+@GROW_FSDP
 def test_continuous_runs_at_1_2_and_4_processes_agree_and_1_is_the_single_process_run(
     grow, fsdp, continuous_run, tmp_path
 ):
@@ -141,6 +147,7 @@ def test_the_canonical_reduction_is_bit_identical_at_1_2_and_4_processes_and_acr
         assert identical(two, summary(run)), (world, reduction)
 
 
+@GROW_FSDP
 def test_an_fsdp2_run_interrupted_at_2_processes_resumes_resharded_at_1(fsdp):
     proc, doc, out = fsdp
     assert proc.returncode == 0, proc.stderr
@@ -168,6 +175,7 @@ def test_a_rank_killed_mid_run_fails_the_trajectory_within_seconds_naming_the_ra
     assert "rank 1 (local rank 1, pid" in error and "was killed by SIGKILL" in error, error
 
 
+@GROW_FSDP
 def test_a_tampered_metadata_is_refused_by_the_trainer_under_torchrun_and_never_runs(grow, tmp_path):
     marker = tmp_path / "ran"
     folder = tmp_path / "tampered" / protocol.CHECKPOINT
@@ -199,6 +207,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@GROW_FSDP
 def test_two_torchrun_agents_with_a_c10d_rendezvous_resume_as_one_node(grow, tmp_path):
     two = tmp_path / "two-nodes"
     rendezvous = ("--rdzv-backend", "c10d", "--rdzv-endpoint", f"localhost:{free_port()}", "--rdzv-id", "two-nodes")
@@ -215,6 +224,7 @@ def test_two_torchrun_agents_with_a_c10d_rendezvous_resume_as_one_node(grow, tmp
     assert result.concordant, result.mismatches[:3]
 
 
+@GROW_FSDP
 @pytest.mark.parametrize(
     ("args", "said"),
     [

@@ -10,7 +10,6 @@ import pytest
 
 from tests.helpers import TRAINERS, verification
 
-pytestmark = pytest.mark.xdist_group("evidence-undeclared")
 PY = shlex.quote(sys.executable)
 KIT = f"{PY} -B {shlex.quote(str(TRAINERS / 'evidence_undeclared_parts.py'))}"
 SCRIPT = f"{PY} -B {shlex.quote(str(TRAINERS / 'evidence_undeclared_script.py'))} --iters {{steps}} --out {{run}}"
@@ -22,14 +21,20 @@ def resumed(doc: dict) -> dict:
     return next(c for c in doc["checks"] if c["kind"] in ("resume", "restore") and c["trajectory"] == "resumed")
 
 
-@pytest.fixture(scope="module", params=[None, *LOST])
+def each(how: str, bugs) -> list:
+    """The bugs as parameters, each in an xdist group of its own: its verification made once, the verifications spread
+    over both workers."""
+    return [pytest.param(bug, marks=pytest.mark.xdist_group(f"evidence-undeclared:{how}-{bug}")) for bug in bugs]
+
+
+@pytest.fixture(scope="module", params=each("kit", [None, *LOST]))
 def kit_run(request, tmp_path_factory):
     bug = request.param
     cmd = KIT + (f" --bug {bug}" if bug else "")
     return bug, *verification(tmp_path_factory, f"kit-{bug}", *SHORT, "--train-cmd", cmd)[:2]
 
 
-@pytest.fixture(scope="module", params=["lose-scaler", "ema-strict-false"])
+@pytest.fixture(scope="module", params=each("script", ["lose-scaler", "ema-strict-false"]))
 def script_run(request, tmp_path_factory):
     bug = request.param
     watch = ("--observe", "--train-cmd", SCRIPT, "--resume-cmd", f"{SCRIPT} --resume {{checkpoint}} --bug {bug}")

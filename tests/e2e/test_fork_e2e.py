@@ -16,7 +16,8 @@ from resumeproof.cli import main
 from resumeproof.common.protocol import CheckKind
 from tests.helpers import REPO, TRAINERS, identical, run_script, run_train, summary
 
-pytestmark = pytest.mark.xdist_group("fork")  # one worker: the module's forks are made once
+# The tests that read one fork on one worker, so that it is made once; the two forks and the rest spread over both.
+REFERENCE, PLAIN_FORK = pytest.mark.xdist_group("fork-reference"), pytest.mark.xdist_group("fork-plain")
 PLAIN = TRAINERS / "config_flags.py"
 
 
@@ -58,6 +59,7 @@ def plain(tmp_path_factory):
     return proc, doc, root
 
 
+@REFERENCE
 def test_a_fork_of_the_reference_trainer_is_fair_and_says_who_ended_lower_and_where_the_branches_part(reference):
     proc, doc, _, _ = reference
     assert proc.returncode == 0, proc.stderr
@@ -75,6 +77,7 @@ def test_a_fork_of_the_reference_trainer_is_fair_and_says_who_ended_lower_and_wh
     assert doc["lowest"] == lowest and f"{lowest} ended lowest" in doc["outcome"] and "FAIR:" in proc.stderr
 
 
+@REFERENCE
 def test_each_branch_continues_the_original_history_and_the_control_reproduces_the_original_run(reference):
     _, doc, root, _ = reference
     original = summary(root / "run")
@@ -87,6 +90,7 @@ def test_each_branch_continues_the_original_history_and_the_control_reproduces_t
     assert identical(summary(root / "fork" / "branches" / "control" / "run"), original)
 
 
+@REFERENCE
 def test_the_checkpoint_is_only_read_and_each_branch_resumes_its_own_copy(reference):
     _, doc, root, before = reference
     assert sha256(root / "run" / "step_000003.pt") == before == doc["checkpoint_sha256"]
@@ -96,12 +100,14 @@ def test_the_checkpoint_is_only_read_and_each_branch_resumes_its_own_copy(refere
         assert summary(copy.parent.parent / "run")["meta"]["resumed_from"] == str(copy)
 
 
+@REFERENCE
 def test_the_plot_draws_the_branches_from_the_fork_point(reference):
     _, doc, root, _ = reference
     picture = root / "fork" / "fork.png"
     assert doc["plot"] == str(picture) and picture.read_bytes().startswith(b"\x89PNG")
 
 
+@PLAIN_FORK
 def test_a_plain_flags_fork_is_not_fair_where_an_override_reseeds_a_generator(plain):
     proc, doc, _ = plain
     assert proc.returncode == 1, proc.stderr
@@ -115,6 +121,7 @@ def test_a_plain_flags_fork_is_not_fair_where_an_override_reseeds_a_generator(pl
     assert not (Path(doc["checkpoint"]).parent.parent / "fork" / "fork.png").exists()  # --no-plot
 
 
+@PLAIN_FORK
 def test_without_a_continuation_the_controls_repeat_proves_it_deterministic(plain):
     proc, doc, _ = plain
     assert doc["original"] == {"records_from": ["summary.json"], "continuation": 0}  # the run ended at the fork point
@@ -123,6 +130,7 @@ def test_without_a_continuation_the_controls_repeat_proves_it_deterministic(plai
     assert repeat["passed"] and doc["processes"]["control-repeat"]["exit_code"] == 0
 
 
+@REFERENCE
 def test_an_override_the_trainer_refuses_is_reported_in_its_own_words(reference, tmp_path):
     source = reference[2] / "run" / "step_000003.pt"
     branches = ("--branch", "low=--pivot lr=0.01", "--branch", "odd=--pivot momentum=0.5")
@@ -154,6 +162,7 @@ def test_a_branch_named_twice_is_refused_before_anything_runs(tmp_path):
     assert code == 2 and "'low' named twice" in said and not (tmp_path / "f").exists()
 
 
+@REFERENCE
 def test_an_output_that_holds_something_else_is_left_untouched(reference, tmp_path):
     (tmp_path / "mine.txt").write_text("mine")
     code, said = cli(reference[2] / "run" / "step_000003.pt", *BRANCHES, "--output", tmp_path)

@@ -22,7 +22,8 @@ from tests.helpers import (
     verification,
 )
 
-pytestmark = pytest.mark.xdist_group("launchers")  # one worker: the module's runs are made once
+# The tests that read one verification on one worker, so that it is made once; the two spread over both workers.
+TO_ONE, FROM_ONE = pytest.mark.xdist_group("launchers-to-one"), pytest.mark.xdist_group("launchers-from-one")
 
 PLAIN = shlex.join([sys.executable, "-B", str(TRAIN)])  # one process, no launcher
 DCP_KINDS = {".metadata": "dcp-metadata", "__0_0.distcp": "dcp-data", "__1_0.distcp": "dcp-data"}
@@ -49,6 +50,7 @@ def from_one(tmp_path_factory):
     return verification(tmp_path_factory, "from-one", "--train-cmd", PLAIN, "--resume-cmd", resume)
 
 
+@TO_ONE
 def test_a_dcp_checkpoint_written_at_2_processes_resumes_in_one_plain_process(to_one):
     proc, doc, out = to_one
     assert proc.returncode == 0, proc.stderr
@@ -61,6 +63,7 @@ def test_a_dcp_checkpoint_written_at_2_processes_resumes_in_one_plain_process(to
         assert doc["faults"][part]["detected"], part
 
 
+@FROM_ONE
 def test_a_single_process_checkpoint_resumes_under_torchrun_sharded_by_fsdp2(from_one):
     proc, doc, out = from_one
     assert proc.returncode == 0, proc.stderr
@@ -74,15 +77,13 @@ def test_a_single_process_checkpoint_resumes_under_torchrun_sharded_by_fsdp2(fro
     assert shards == {"__0_0.distcp", "__1_0.distcp"}  # Adam's moments went back sharded, one shard per rank
 
 
-@pytest.mark.parametrize("launcher", ["plain", "torchrun"])
-def test_resuming_in_place_a_run_directory_another_launcher_wrote_is_refused_untouched(
-    to_one, from_one, tmp_path, launcher
-):
+@pytest.mark.parametrize("launcher", [pytest.param("plain", marks=TO_ONE), pytest.param("torchrun", marks=FROM_ONE)])
+def test_resuming_in_place_a_run_directory_another_launcher_wrote_is_refused_untouched(request, tmp_path, launcher):
     """--resume auto replaces checkpoint.pt and the generations by name: a file cannot replace a DCP directory."""
     if launcher == "plain":
-        written_by, argv = to_one[2], [sys.executable, "-B", str(TRAIN)]
+        written_by, argv = request.getfixturevalue("to_one")[2], [sys.executable, "-B", str(TRAIN)]
     else:
-        written_by, argv = from_one[2], launch(1)
+        written_by, argv = request.getfixturevalue("from_one")[2], launch(1)
     run = tmp_path / "run"
     shutil.copytree(written_by / "interrupted", run)
     before = sorted(p.name for p in run.iterdir())
@@ -93,6 +94,7 @@ def test_resuming_in_place_a_run_directory_another_launcher_wrote_is_refused_unt
     assert sorted(p.name for p in run.iterdir()) == before
 
 
+@FROM_ONE
 def test_a_checkpoint_file_that_does_not_match_its_sidecar_is_refused_by_every_rank(from_one, tmp_path):
     source = tmp_path / "tampered" / protocol.CHECKPOINT
     shutil.copytree(from_one[2] / "interrupted", source.parent)
@@ -106,6 +108,7 @@ def test_a_checkpoint_file_that_does_not_match_its_sidecar_is_refused_by_every_r
     assert "does not match checkpoint.pt.sha256" in proc.stderr and not (tmp_path / "r").exists()
 
 
+@TO_ONE
 def test_a_tampered_dcp_metadata_is_refused_by_a_plain_process_and_never_runs(to_one, tmp_path):
     """One process reads `.metadata` through the same safe reader as a rank: checked, then unpickled allowlisted."""
     marker = tmp_path / "ran"

@@ -74,20 +74,14 @@ def test_a_preemptible_script_stopped_by_sigterm_resumes_exactly(tmp_path_factor
     extra = ("--stop", "sigterm", "--faults", "scheduler")
     proc, doc, _ = observed(tmp_path_factory, "preemptible", PREEMPTIBLE, resume, "{run}/step-{step}", *extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert doc["faults"]["scheduler"]["diagnosis"]["lost"] == "scheduler"
+    # The fault blocks the LambdaLR's load_state_dict: the resume of its own --forget-schedule bug (the schedule built
+    # again and never loaded), caught at its first resumed update with the scheduler named.
+    scheduler = doc["faults"]["scheduler"]
+    assert scheduler["detected"] and not scheduler["identical_to_full_resume"]
+    assert scheduler["diagnosis"]["lost"] == "scheduler"
     # It restores no generator through the global setters (its numpy Generator is its own): the control says so.
     (control,) = checks(doc, "negative-control")
     assert control["passed"] and "not applicable" in control["name"] and not doc["negative_divergence_detected"]
-
-
-def test_a_preemptible_script_that_builds_its_schedule_again_is_caught_with_the_scheduler_named(tmp_path_factory):
-    resume = PREEMPTIBLE + " --from {checkpoint} --forget-schedule"
-    proc, doc, _ = observed(
-        tmp_path_factory, "preemptible-bug", PREEMPTIBLE, resume, "{run}/step-{step}", "--stop", "sigterm"
-    )
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    resumed = doc["comparison"]["resumes"]["resumed"]
-    assert resumed["verdict"] == "divergent" and resumed["diagnosis"]["lost"] == "scheduler"
 
 
 def test_a_trainer_resumed_with_ignore_data_skip_is_caught_with_the_data_position_named(tmp_path_factory):

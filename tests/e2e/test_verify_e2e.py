@@ -20,7 +20,8 @@ import pytest
 from tests.agreements import contradictions
 from tests.helpers import TRAINERS, read_verification, run_verify
 
-pytestmark = pytest.mark.xdist_group("verify_e2e")  # one worker: the module's runs are made once
+# One worker for the tests that read the proof (made once); the other verifications spread over both workers.
+PROOF = pytest.mark.xdist_group("verify_e2e-proof")
 
 NAMES = ("continuous", "interrupted", "resumed", "resumed-no-rng")
 SMALL = ("--steps", "4", "--interrupt-at", "2")  # enough for every fault below; keeps the suite fast
@@ -65,6 +66,7 @@ def proof(tmp_path_factory) -> Verification:
     return result
 
 
+@PROOF
 def test_bundled_trainer_passes_the_protocol(proof):
     doc = proof.doc
     assert doc["error"] is None
@@ -75,16 +77,19 @@ def test_bundled_trainer_passes_the_protocol(proof):
     assert "Traceback" not in proof.proc.stderr
 
 
+@PROOF
 def test_a_pass_repeats_nothing_and_its_document_never_contradicts_itself(proof):
     assert proof.doc["deterministic"] is None and contradictions(proof.doc) == []  # nothing repeated: unknown
 
 
+@PROOF
 def test_tolerance_and_next_lr_are_recorded(proof):
     assert proof.doc["tolerance"] == {"atol": 1e-12, "rtol": 0.0}
     # StepLR(step_size=3, gamma=0.5) after 10 updates: 0.03 * 0.5**3
     assert proof.doc["next_lr"] == pytest.approx(0.00375, rel=0, abs=1e-15)
 
 
+@PROOF
 @pytest.mark.parametrize(
     ("name", "steps", "extra"),
     [
@@ -107,6 +112,7 @@ def test_every_trajectory_is_recorded_with_its_checkpoint_fingerprint(proof, nam
     assert (out / "logs" / f"{name}.log").is_file()
 
 
+@PROOF
 def test_full_resume_is_concordant_and_resume_without_rng_diverges(proof):
     full, no_rng = proof.doc["comparison"]["full_resume"], proof.doc["comparison"]["no_rng_resume"]
     assert full["verdict"] == "concordant"
@@ -116,6 +122,7 @@ def test_full_resume_is_concordant_and_resume_without_rng_diverges(proof):
     assert no_rng["first_mismatch"] is not None
 
 
+@PROOF
 def test_environment_is_recorded(proof):
     assert proof.doc["environment"] == {
         "resumeproof": metadata.version("resumeproof"),
@@ -130,6 +137,7 @@ def test_environment_is_recorded(proof):
     }
 
 
+@PROOF
 def test_interrupted_checkpoint_is_mid_epoch(proof):
     summary = json.loads((proof.out / "interrupted" / "summary.json").read_text())
     data = summary["state"]["data"]
@@ -138,32 +146,7 @@ def test_interrupted_checkpoint_is_mid_epoch(proof):
 
 
 # -- a comparison fails: exit 1 -----------------------------------------------------------------
-
-
-def test_forgotten_optimizer_state_fails_the_full_resume(tmp_path):
-    proc, _, doc = verify(tmp_path / "run", *SMALL, "--train-cmd", trainer_cmd("forgets_optimizer.py"))
-    assert proc.returncode == 1, proc.stderr
-    assert doc["error"] is None
-    assert doc["positive"] is False
-    assert doc["all_checks_passed"] is False
-    full = doc["comparison"]["full_resume"]
-    assert full["verdict"] == "divergent"
-    assert isinstance(full["first_mismatch"], str)
-    assert full["first_mismatch"].split("[")[0].split(".")[0] in ("step", "history", "state", "next", "eval")
-    assert full["max_state_deviation"] > 0  # the optimizer's moments really differ
-    checks = {c["name"]: c for c in doc["checks"]}
-    assert checks["interrupted: history = first 2 records of continuous"]["passed"] is True
-    assert checks["resumed (from step 2) concordant with continuous"]["first_mismatch"] == full["first_mismatch"]
-    # fresh moments change the weights of update 3, so the loss of update 4 is the first to differ in the files; the
-    # observer saw the optimizer's state differ entering update 3, with the same batch, model, loss and gradients
-    assert full["diagnosis"]["parts"] == ["optimizer"] and full["diagnosis"]["step"] == 3
-    assert full["diagnosis"]["rule"] == "first-update"
-    assert "diagnosis resumed: lost optimizer at update 3 (the first resumed one): same generators" in proc.stderr
-    check = checks["resumed (from step 2) concordant with continuous"]
-    assert (check["kind"], check["trajectory"], check["diagnosis"]) == ("resume", "resumed", full["diagnosis"])
-    repeat = doc["trajectories"]["continuous-repeat"]  # a failed comparison asks whether the trainer repeats itself
-    assert repeat["status"] == "done" and doc["deterministic"] is True and doc["determinism"]["repeated"] is True
-    assert contradictions(doc) == []
+# (a trainer that forgets its optimizer, and --torch-load: tests/verify/report/test_junit.py reads those verifications)
 
 
 def test_without_the_observers_records_the_summaries_alone_name_the_same_part(tmp_path):
@@ -222,14 +205,6 @@ def test_failed_trajectory_stops_verification(tmp_path, train_cmd, extra, messag
     assert not (out / "resumed").exists()
 
 
-def test_torch_load_option_loads_every_checkpoint_with_the_real_loader(tmp_path):
-    proc, _, doc = verify(tmp_path / "run", *SMALL, "--torch-load")
-    assert proc.returncode == 0, proc.stderr
-    details = [c["detail"] for c in doc["checks"] if c["name"].endswith(": fingerprint and weights_only")]
-    assert len(details) == 4
-    assert all("torch-free weights_only check, torch.load(weights_only=True))" in detail for detail in details), details
-
-
 def test_resume_that_rewrites_its_input_checkpoint_is_refused(tmp_path):
     proc, out, doc = verify(tmp_path / "run", *SMALL, "--train-cmd", trainer_cmd("rewrites_resume_input.py"))
     assert proc.returncode == 2, proc.stderr
@@ -247,6 +222,7 @@ def test_the_verifier_never_calls_a_pivoted_resume_concordant(tmp_path):
     assert "only right ['pivot']" in full["detail"]
 
 
+@PROOF
 def test_the_flat_negative_control_diverges_and_names_its_cause(proof):
     proc, fault = proof.proc, proof.doc["faults"]["flat"]
     assert fault["detected"] is True

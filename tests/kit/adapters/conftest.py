@@ -1,7 +1,8 @@
 """What the adapters' tests share: each example run once, made on first use, and its resumes.
 
-`interrupted` lives for the session so that the modules of this folder share its runs; each of them is in the
-xdist group "adapters" (tests/test_lint.py requires it), so that one worker makes each run once.
+`interrupted` lives for the session so that the modules of this folder share its runs; a test that runs an example is
+in the xdist group of its framework ("adapters-lightning", ...; tests/test_lint.py requires a group), so that one worker
+makes each framework's runs once and the frameworks spread over both workers.
 """
 
 import shutil

@@ -5,7 +5,9 @@ import pytest
 
 from resumeproof.common import manifest
 
-pytestmark = pytest.mark.xdist_group("adapters")  # one worker: the examples' runs (conftest.py) are made once
+pytestmark = pytest.mark.xdist_group(
+    "adapters-accelerate"
+)  # one worker for the accelerate example's runs (conftest.py)
 
 
 @pytest.mark.parametrize("damage", ["missing", "unreadable"])

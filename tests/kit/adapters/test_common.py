@@ -19,10 +19,14 @@ from resumeproof.kit.adapters import common
 from resumeproof.kit.adapters.common import draws_from_globals
 from tests.helpers import EXAMPLES, FRAMEWORK_EXAMPLES, REPO, summary
 
-pytestmark = pytest.mark.xdist_group("adapters")  # one worker: the examples' runs (conftest.py) are made once
+
+def each(frameworks) -> list:
+    """The frameworks as parameters, each in the xdist group of its example's runs (conftest.py makes each run once on
+    the worker that asks): one worker per framework, the four frameworks spread over both workers."""
+    return [pytest.param(name, marks=pytest.mark.xdist_group(f"adapters-{name}")) for name in frameworks]
 
 
-@pytest.mark.parametrize("framework", sorted(FRAMEWORK_EXAMPLES))
+@pytest.mark.parametrize("framework", each(sorted(FRAMEWORK_EXAMPLES)))
 def test_omitted_parts_are_echoed_and_the_omitted_optimizer_starts_as_built(interrupted, framework, resumed):
     proc, out = resumed(interrupted(framework), framework, "--omit=optimizer,rng-numpy")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -35,6 +39,7 @@ def test_omitted_parts_are_echoed_and_the_omitted_optimizer_starts_as_built(inte
     assert steps == {2}, steps  # AdamW counted only this process's updates: its saved moments were not loaded
 
 
+@pytest.mark.xdist_group("adapters-transformers")
 def test_a_checkpoint_folder_changed_after_it_was_written_is_refused_before_the_framework_reads_it(
     interrupted, resumed, signed_copy
 ):
@@ -145,7 +150,7 @@ def interrupted_with_scaler(with_scaler, tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", each(FRAMEWORKS))
 def test_where_the_framework_has_a_gradscaler_the_scaler_is_saved_restored_and_omitted_on_request(
     tmp_path, with_scaler, interrupted_with_scaler, framework
 ):
@@ -162,12 +167,13 @@ def test_where_the_framework_has_a_gradscaler_the_scaler_is_saved_restored_and_o
         assert resumed["state"]["scaler"]["_growth_tracker"] == tracker, flags
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", each(FRAMEWORKS))
 def test_without_a_gradscaler_the_scaler_is_not_offered(interrupted, framework):
     first = summary(interrupted(framework).parent)
     assert protocol.SCALER not in first["meta"]["parts"] and protocol.SCALER not in first["state"]
 
 
+@pytest.mark.xdist_group("adapters-accelerate")
 def test_without_a_gradscaler_omitting_it_is_refused(interrupted, resumed):
     """The refusal is the kit's own (Run.withdraw), the same for every adapter: one framework shows it."""
     framework = "accelerate"
@@ -180,7 +186,7 @@ def test_without_a_gradscaler_omitting_it_is_refused(interrupted, resumed):
     assert last.endswith(said), last
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", each(FRAMEWORKS))
 def test_a_run_with_a_gradscaler_refuses_a_checkpoint_without_its_state(tmp_path, with_scaler, interrupted, framework):
     proc = with_scaler(framework, "--steps", "2", "--output", tmp_path / "r", "--resume", interrupted(framework))
     last = proc.stderr.strip().splitlines()[-1]

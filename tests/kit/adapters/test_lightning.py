@@ -3,7 +3,7 @@ and the user-level fix refuses a checkpoint without the generators it restores."
 
 import pytest
 
-pytestmark = pytest.mark.xdist_group("adapters")  # one worker: the examples' runs (conftest.py) are made once
+pytestmark = pytest.mark.xdist_group("adapters-lightning")  # one worker for the lightning example's runs (conftest.py)
 
 
 def test_lightning_refuses_to_omit_a_data_position_its_loader_does_not_save(interrupted, resumed):

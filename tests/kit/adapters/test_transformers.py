@@ -4,7 +4,9 @@ import pytest
 
 from resumeproof.common import manifest
 
-pytestmark = pytest.mark.xdist_group("adapters")  # one worker: the examples' runs (conftest.py) are made once
+pytestmark = pytest.mark.xdist_group(
+    "adapters-transformers"
+)  # one worker for the transformers example's runs (conftest.py)
 
 
 def test_transformers_refuses_a_resume_without_its_rng_file(interrupted, resumed, signed_copy):
