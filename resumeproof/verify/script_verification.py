@@ -155,18 +155,9 @@ def _judge_within_spread(s: Settings, result: Verification, records: Records, ch
 
 
 def _base(s: Settings, trajectories: list[Trajectory], error: str | None) -> Verification:
-    return Verification(
-        error=error,
-        train_cmd=s.train_cmd,
-        resume_cmd=s.resume_cmd,
-        protocol=observation.FORMAT,
-        steps=s.steps,
-        interrupt_at=s.points,
-        atol=s.atol,
-        allowed={"unsafe_pickle": [], "opaque": []},
-        environment=environment.of({}),  # the verifier's; the trainer writes no meta to read its own from
-        trajectories={t.name: _record(s, t) for t in trajectories},
-    )
+    ran_as = {t.name: _record(s, t) for t in trajectories}
+    # The verifier's environment: the trainer writes no meta to read its own from.
+    return Verification.asked(s, observation.FORMAT, environment.of({}), ran_as, error)
 
 
 def _record(s: Settings, t: Trajectory) -> TrajectoryRecord:

@@ -180,20 +180,10 @@ def _result(
     s: Settings, trajectories: list[Trajectory], evaluated: "Evaluated | None", error: str | None
 ) -> Verification:
     summaries = _summaries(trajectories)
-    result = Verification(
-        error=error,
-        train_cmd=s.train_cmd,
-        resume_cmd=s.resume_cmd,
-        protocol=protocol.PROTOCOL,
-        steps=s.steps,
-        interrupt_at=s.points,
-        segments=s.segments,
-        atol=s.atol,
-        allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
-        environment=environment.of(summaries),
-        trajectories={t.name: ran(t) for t in trajectories},
-        parts=summaries[CONTINUOUS].declared_parts or () if CONTINUOUS in summaries else (),
-    )
+    ran_as = {t.name: ran(t) for t in trajectories}
+    result = Verification.asked(s, protocol.PROTOCOL, environment.of(summaries), ran_as, error)
+    declared = summaries[CONTINUOUS].declared_parts if CONTINUOUS in summaries else None
+    result = replace(result, parts=declared or ())
     if evaluated is None:
         return result
     checkpoints = [t.accepted.checkpoint.check(t.name) for t in trajectories if t.accepted is not None]

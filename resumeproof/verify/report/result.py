@@ -14,6 +14,7 @@ from resumeproof.common.protocol import RESUMED, CheckKind
 from resumeproof.verify.judge.findings import DIVERGENT, Check, Coverage, Determinism, Fault, Resume
 from resumeproof.verify.report.verdict import Verdict, failure, verdict
 from resumeproof.verify.run.trajectories import Trajectory
+from resumeproof.verify.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,31 @@ class Verification:
     next_lr: float | None = None
     plot: str | None = None
     legacy_positive: bool | None = None  # an older document's own `positive`: its checks carry no kind to tell
+
+    @classmethod
+    def asked(
+        cls,
+        s: Settings,
+        protocol: str,
+        environment: dict[str, Any],
+        trajectories: dict[str, TrajectoryRecord],
+        error: str | None = None,
+    ) -> "Verification":
+        """The header every verification opens with: what was asked, read from its settings once; what judged it
+        (the protocol, or the observer's format), where and what ran. The judgement fills in the rest."""
+        return cls(
+            error=error,
+            train_cmd=s.train_cmd,
+            resume_cmd=s.resume_cmd,
+            protocol=protocol,
+            steps=s.steps,
+            interrupt_at=s.points,
+            segments=s.segments,
+            atol=s.atol,
+            allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
+            environment=environment,
+            trajectories=trajectories,
+        )
 
     @property
     def all_checks_passed(self) -> bool:
