@@ -26,7 +26,7 @@ from resumeproof.verify.settings import ALL, FLAT, Settings, primary_first
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
     from resumeproof.verify.judge.evidence import Evidence
-    from resumeproof.verify.judge.summaries import Evaluated
+    from resumeproof.verify.judge.findings import Evaluated
 
 COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failure here asks for the evidence
 
@@ -156,7 +156,8 @@ def _evidence_trajectories(
         extra += [trainer_plan.reference(s, name) for name in protocol.REPEATS if name not in names and name != REPEAT]
         extra += [t for t in trainer_plan.restores(s, trajectories) if t.name not in names]
     negative = evaluated.negative
-    if negative.verdict != DIVERGENT and negative.identical_to_full_resume and trainer_plan.SEEDED not in names:
+    cannot = negative is not None and negative.verdict != DIVERGENT and negative.identical_to_full_resume
+    if cannot and trainer_plan.SEEDED not in names:
         extra.append(trainer_plan.seeded(s))
     return extra
 
@@ -187,17 +188,7 @@ def _result(
     if evaluated is None:
         return result
     checkpoints = [t.accepted.checkpoint.check(t.name) for t in trajectories if t.accepted is not None]
-    return replace(
-        result,
-        checks=checkpoints + evaluated.checks,
-        resumes=evaluated.resumes,
-        negative=evaluated.negative,
-        faults=evaluated.faults,
-        determinism=evaluated.determinism,
-        nonfinite=evaluated.nonfinite,
-        coverage=evaluated.coverage,
-        next_lr=evaluated.next_lr,
-    )
+    return result.judged(evaluated, checkpoints)
 
 
 def _restores_failed(trajectories: list[Trajectory]) -> str | None:

@@ -12,7 +12,7 @@ negative control and each fault must diverge; where one cannot, the records say 
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from resumeproof.common import observation as o
 from resumeproof.common import protocol
@@ -21,7 +21,6 @@ from resumeproof.verify.judge import first_update
 from resumeproof.verify.judge.findings import CONCORDANT, DIVERGENT, Check, Determinism, Diagnosis, Fault, Resume
 
 Observed = Mapping[int | None, o.Observation]
-Moment = TypeVar("Moment", bound=o.Moment)
 COMPARED = ((o.LOSS, o.DIGEST), (o.STEP, o.OPTIMIZER), (o.AFTER, o.PARAMS))  # an update's outcome
 RESTORED = (  # what an update consumes, as the interrupted process held it just before its step
     (o.FORWARD, o.GENERATORS),
@@ -263,21 +262,14 @@ def _only(seen: o.Observation, update: int, like: o.Recorded) -> o.Observation:
     """`seen` with `update` cut to the moments and keys `like` holds (an update the interrupted process never
     finished: no gradients, no parameters after it)."""
     mine = seen.at(update) or o.Recorded()
-    kept = o.Recorded(
-        start=_like(mine.start, like.start),
-        forward=_like(mine.forward, like.forward),
-        loss=_like(mine.loss, like.loss),
-        step=_like(mine.step, like.step),
-        after=_like(mine.after, like.after),
-    )
-    return o.Observation(seen.rank, {**seen.updates, update: kept}, seen.restores)
+    moments: dict[str, Any] = {m: _like(getattr(mine, m), getattr(like, m)) for m in o.MOMENTS}
+    return o.Observation(seen.rank, {**seen.updates, update: dataclasses.replace(mine, **moments)}, seen.restores)
 
 
-def _like(mine: Moment, like: Moment) -> Moment:
+def _like(mine: o.Moment, like: o.Moment) -> o.Moment:
     """`mine` with only the keys `like` holds."""
-    return dataclasses.replace(
-        mine, **{f.name: None for f in dataclasses.fields(like) if getattr(like, f.name) is None}
-    )
+    unheld = {f.name: None for f in dataclasses.fields(like) if getattr(like, f.name) is None}
+    return dataclasses.replace(mine, **unheld)
 
 
 def _parts(records: Observed) -> tuple[str, ...]:

@@ -5,13 +5,13 @@ and the terminal report, JUnit, Markdown and the pytest plugin render it.
 `CheckKind.LEGACY`, their diagnoses stay in the comparison; docs/verification-json.md).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from resumeproof.common import fingerprint, protocol
 from resumeproof.common.protocol import RESUMED, CheckKind
-from resumeproof.verify.judge.findings import DIVERGENT, Check, Coverage, Determinism, Fault, Resume
+from resumeproof.verify.judge.findings import DIVERGENT, Check, Coverage, Determinism, Evaluated, Fault, Resume
 from resumeproof.verify.report.verdict import Verdict, failure, verdict
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.settings import Settings
@@ -118,6 +118,20 @@ class Verification:
             allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
             environment=environment,
             trajectories=trajectories,
+        )
+
+    def judged(self, evaluated: Evaluated, checked: list[Check] | None = None) -> "Verification":
+        """This header with the judge's findings, after the checks that came before it (the checkpoints')."""
+        return replace(
+            self,
+            checks=[*(checked or ()), *evaluated.checks],
+            resumes=evaluated.resumes,
+            negative=evaluated.negative,
+            faults=evaluated.faults,
+            determinism=evaluated.determinism,
+            nonfinite=evaluated.nonfinite,
+            coverage=evaluated.coverage,
+            next_lr=evaluated.next_lr,
         )
 
     @property
