@@ -11,19 +11,14 @@ process. The observer (resumeproof/observe/) writes one JSON document, atomicall
 
 An UPDATE holds, in the order the update consumes them, digests (32 hex digits: a sha256 over a structure's keys,
 dtypes, shapes and its tensors' fingerprints, each computed where the tensor lives with the algorithms FINGERPRINT
-names, observe/fingerprint.py) and a few numbers: `start` (the generators' states right after the previous update;
-the process's first update has none), `forward` (at the first forward pass: the generators, the batch entering the
-root module, the model's parameters and buffers), `loss` (the loss handed to backward, unscaled where a GradScaler
-scaled it), `step` (right before the optimizer's step: its per-parameter state, one digest per tensor under
-"PARAM_INDEX.KEY" such as "0.exp_avg", every param group's hyper-parameters, every LR scheduler, GradScaler and
-averaged model), `after` (right after the step: the generators, the gradients the step used, the parameters).
-`restores` lists every generator restore (`torch.set_rng_state`, `numpy.random.set_state`, `random.setstate`, the
-kit's `Generators.restore`, ...) with the state's digest and the update it came before. `iterators` lists the
-updates in progress when the process made a new DataLoader iterator (where an epoch, or an evaluation loop, starts);
-`completed` counts the updates the process finished; `stopped` is K where STOP_ENV asked the observer to end the
-process after update K (the record of update K+1 then holds its inputs up to the step it never took); `blocked`
-lists the restores BLOCK_ENV turned into no-ops that the trainer called. The document is written again when the
-process exits.
+names, observe/fingerprint.py) and a few numbers, by moment (START ... AFTER): `Recorded` below, as the verifier
+reads them. `restores` lists every generator restore (`torch.set_rng_state`, `numpy.random.set_state`,
+`random.setstate`, the kit's `Generators.restore`, ...) with the state's digest and the update it came before.
+`iterators` lists the updates in progress when the process made a new DataLoader iterator (where an epoch, or an
+evaluation loop, starts); `completed` counts the updates the process finished; `stopped` is K where STOP_ENV asked
+the observer to end the process after update K (the record of update K+1 then holds its inputs up to the step it
+never took); `blocked` lists the restores BLOCK_ENV turned into no-ops that the trainer called. The document is
+written again when the process exits.
 
 This module is loaded by its path inside trainers that may not have this package installed (the observer's
 `sitecustomize`): it imports the standard library only.
@@ -33,9 +28,9 @@ import json
 import os
 from array import array
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 FORMAT = "resumeproof-observation/1"
 OBSERVE_ENV = "RESUMEPROOF_OBSERVE"  # the record file, without its suffix
@@ -134,13 +129,116 @@ def environment(
     return env
 
 
+# What the records hold, read once (`Recorded.of`): each moment's keys as its fields, None where not recorded.
+Generators = dict[str, dict[str, str]]  # GLOBAL or KIT -> a generator's name -> its state's digest
+Digests = dict[str, str]  # a name (a parameter, a buffer, "PARAM_INDEX.KEY" such as "0.exp_avg") -> its digest
+ByClass = list[dict[str, str]]  # one {class name: digest} per LR scheduler or averaged model, in the trainer's order
+
+
+@dataclass(frozen=True, kw_only=True)
+class Moment:
+    """What one moment of an update holds; `of` keeps the keys it names and drops any other (a later observer's)."""
+
+    @classmethod
+    def of(cls, held: Any) -> Self:
+        names = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in held.items() if key in names}) if isinstance(held, dict) else cls()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Start(Moment):  # right after the previous update (the process's first update has none)
+    generators: Generators | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Forward(Moment):  # at the first forward pass that trains
+    generators: Generators | None = None
+    batch: str | None = None  # what enters the root module
+    model: Digests | None = None  # its parameters and buffers
+
+
+@dataclass(frozen=True, kw_only=True)
+class Loss(Moment):  # the loss handed to backward, unscaled where a GradScaler scaled it
+    digest: str | None = None
+    value: float | None = None
+    scale: float | None = None  # the GradScaler's
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step(Moment):  # right before the optimizer's step
+    optimizer: Digests | None = None  # its per-parameter state, one digest per tensor
+    groups: list[dict[str, Any]] | None = None  # each param group's hyper-parameters
+    schedulers: ByClass | None = None
+    scalers: list[dict[str, Any]] | None = None  # each enabled GradScaler's scale and growth tracker
+    averaged: ByClass | None = None
+    backwards: int | None = None
+    unseen: list[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class After(Moment):  # right after the step
+    generators: Generators | None = None
+    grads: str | None = None  # the gradients the step used
+    params: Digests | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recorded:
+    """One update as the observer recorded it, its moments as fields; a moment it did not reach (an interrupted
+    process's last update ends before its step) holds nothing."""
+
+    start: Start = Start()
+    forward: Forward = Forward()
+    loss: Loss = Loss()
+    step: Step = Step()
+    after: After = After()
+
+    @classmethod
+    def of(cls, update: dict[str, Any]) -> "Recorded":
+        return cls(
+            start=Start.of(update.get(START)),
+            forward=Forward.of(update.get(FORWARD)),
+            loss=Loss.of(update.get(LOSS)),
+            step=Step.of(update.get(STEP)),
+            after=After.of(update.get(AFTER)),
+        )
+
+    def held(self, moment: str, key: str) -> Any:
+        """What one (moment, key) holds, as the judge's tables name it (VALUED, the compared fields)."""
+        return getattr(getattr(self, moment), key)
+
+    @property
+    def generators(self) -> list[Generators]:
+        """The generators' states at each moment that holds them, in the update's order."""
+        found = (self.start.generators, self.forward.generators, self.after.generators)
+        return [states for states in found if states is not None]
+
+
+@dataclass(frozen=True)
+class Restore:
+    """A generator's restore: its state's digest, and the update of the process it came before."""
+
+    group: str  # GLOBAL or KIT
+    generator: str
+    digest: str
+    before: int
+
+    @classmethod
+    def of(cls, held: Any) -> "Restore | None":
+        """One entry of `restores`, or None where it is not one."""
+        match [held.get(key) for key in ("group", "generator", "digest", "before")] if isinstance(held, dict) else []:
+            case [str(group), str(generator), str(digest), int(before)]:
+                return cls(group=group, generator=generator, digest=digest, before=before)
+        return None
+
+
 @dataclass(frozen=True)
 class Observation:
     """One process's records, as read back by the verifier."""
 
     rank: int | None
-    updates: dict[int, dict[str, Any]]  # update of the process -> moment -> what it holds
-    restores: list[dict[str, Any]] = field(default_factory=list)
+    updates: dict[int, Recorded]  # the updates of the process it recorded
+    restores: list[Restore] = field(default_factory=list)
     failed: str | None = None  # why the observer stopped recording, if it did
     completed: int | None = None  # the updates the process finished, when it wrote that down
     stopped: int | None = None  # the update after which the observer ended the process (STOP_ENV), if it did
@@ -149,7 +247,7 @@ class Observation:
     iterators: tuple[int, ...] = ()  # the updates in progress when a new DataLoader iterator was made
     fingerprint: dict[str, str] | None = None  # FINGERPRINT: the algorithms its digests were made with
 
-    def at(self, update: int) -> dict[str, Any] | None:
+    def at(self, update: int) -> Recorded | None:
         return self.updates.get(update)
 
     def values(self, update: int, moment: str, key: str) -> array | None:
@@ -188,7 +286,7 @@ def read(path: Path) -> Observation | None:
     if not isinstance(updates, dict):
         return None
     try:
-        numbered = {int(n): moments for n, moments in updates.items() if isinstance(moments, dict)}
+        numbered = {int(n): Recorded.of(moments) for n, moments in updates.items() if isinstance(moments, dict)}
     except ValueError:
         return None
     keys = ("restores", "rank", "completed", "stopped", "blocked", "iterators", FINGERPRINT)
@@ -196,7 +294,7 @@ def read(path: Path) -> Observation | None:
     return Observation(
         rank=rank if isinstance(rank, int) else None,
         updates=numbered,
-        restores=restores if isinstance(restores, list) else [],
+        restores=[r for r in map(Restore.of, restores) if r is not None] if isinstance(restores, list) else [],
         failed=document.get("failed") if isinstance(document.get("failed"), str) else None,
         completed=completed if isinstance(completed, int) else None,
         stopped=stopped if isinstance(stopped, int) else None,

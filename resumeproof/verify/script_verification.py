@@ -1,21 +1,20 @@
 """One `verify --observe` verification: run the unmodified trainer's processes (verify/plan/script.py's plan), judge
-them from the observer's records (verify/judge/recorded.py), and build the `Verification` every report renders.
+them from the observer's records (verify/judge/script.py), and build the `Verification` every report renders.
 The command line turns its outcome into an exit code, as for a protocol trainer.
 """
 
 from dataclasses import replace
-from typing import TypeVar
 
 from rich.console import Console
 
 from resumeproof.common import observation
 from resumeproof.common.errors import refuse_existing
-from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, REPEATS, RESUMED_NO_RNG
-from resumeproof.verify.judge import applies, recorded, recorded_tiers
-from resumeproof.verify.judge.findings import Check, Fault, Resume
+from resumeproof.common.protocol import CONTINUOUS, REPEAT, REPEATS
+from resumeproof.verify.judge import applies, recorded
+from resumeproof.verify.judge import script as script_judge
 from resumeproof.verify.plan import checkpoints
 from resumeproof.verify.plan import script as script_plan
-from resumeproof.verify.plan.trainer import OBSERVED, point_names
+from resumeproof.verify.plan.trainer import OBSERVED
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
 from resumeproof.verify.run import environment, inputs, vet
@@ -23,10 +22,7 @@ from resumeproof.verify.run.launch import LAUNCHES, launcher_for
 from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
 from resumeproof.verify.settings import Settings, SettingsError
 
-Records = dict[str, dict[int | None, observation.Observation]]
 TWO = (CONTINUOUS, REPEAT)  # the runs every verification repeats itself with
-Observed = dict[int | None, observation.Observation]
-Entry = TypeVar("Entry", Resume, Fault)
 
 
 def verify(s: Settings, out: Console) -> Verification:
@@ -50,7 +46,8 @@ def verify(s: Settings, out: Console) -> Verification:
         error = observation.comparable(seen for ranks in records.values() for seen in ranks.values())
     result = _base(s, trajectories, error, set(written))
     if error is None:
-        _judge(s, result, records)
+        result = result.judged(script_judge.evaluate(s, records))
+        result.continuous_made = applies.overran(records[CONTINUOUS], s.steps)
     result.write(s.output / "verification.json")
     return result
 
@@ -91,96 +88,11 @@ def _repeats_itself(s: Settings, trajectories: list[Trajectory]) -> bool:
     return recorded.determinism(read[CONTINUOUS], read[REPEAT], s.atol)[0].deterministic is not False
 
 
-def _judge(s: Settings, result: Verification, records: Records) -> None:
-    continuous = records[CONTINUOUS]
-    result.continuous_made = applies.overran(continuous, s.steps)
-    result.determinism, check = recorded.determinism(continuous, records[REPEAT], s.atol)
-    if all(name in records for name in REPEATS[1:]) and result.determinism.deterministic is False:
-        _judge_within_spread(s, result, records, check)
-        return
-    checks: list[Check] = [check]
-    # Within --atol the continuous run may repeat itself and still differ from itself in the last bits: its update
-    # k+1 then differs from any resume's in every digest, and only the interrupted process's inputs tell a part.
-    exact = result.determinism.deterministic is not False
-    if s.atol > 0:  # bit for bit, the judgement above says it already
-        exact = recorded.determinism(continuous, records[REPEAT], 0.0)[0].deterministic is not False
-    for k in s.points:
-        interrupted, resumed = point_names(k, k == s.primary)
-        step = _stopped(records[interrupted])
-        reference = continuous if result.determinism.deterministic and exact else None
-        restored = recorded.restore(records[interrupted], records[resumed], step, resumed, reference)
-        checks += [restored] if restored is not None else []
-        if result.determinism.deterministic:  # else not comparable: a run that differs from itself loses nothing
-            result.resumes[resumed], check = recorded.resume(continuous, records[resumed], step, resumed, s.atol)
-            said = restored is not None and restored.diagnosis is not None  # the restore's check names it once
-            checks.append(replace(check, diagnosis=None) if said or not exact else check)
-    interrupted, resumed = point_names(s.primary, True)
-    full, stopped = records[resumed], records[interrupted]
-    step = _stopped(stopped)
-    if result.determinism.deterministic:
-        control, check = recorded.negative(continuous, records[RESUMED_NO_RNG], full, step, s.atol)
-        result.negative, check = _inputs_only(exact, stopped, records[RESUMED_NO_RNG], step, control, check)
-        checks.append(check)
-        for part in s.faults:
-            faulty = records[f"{FAULT_PREFIX}{part}"]
-            fault, check = recorded.fault(continuous, faulty, full, step, part, s.atol)
-            result.faults[part], check = _inputs_only(exact, stopped, faulty, step, fault, check)
-            checks.append(check)
-    result.checks = checks
-
-
-def _inputs_only(
-    exact: bool, stopped: Observed, run: Observed, k: int, entry: Entry, check: Check
-) -> tuple[Entry, Check]:
-    """A run that must diverge, diagnosed from the interrupted process's inputs where the continuous run is not
-    exactly itself (within --atol): its update k+1 would blame every part on the last bits."""
-    if exact or check.not_applicable is not None:  # a run that blocked nothing is diagnosed by nothing
-        return entry, check
-    at = recorded.restore(stopped, run, k, check.id.trajectory or "")
-    why = at.diagnosis if at is not None and not at.passed else None
-    return replace(entry, diagnosis=why), replace(check, diagnosis=why)
-
-
-def _judge_within_spread(s: Settings, result: Verification, records: Records, check: Check) -> None:
-    """A script that differs from itself: each resume by its restore and its trajectory within the measured spread,
-    the negative control and the faults at their restore (verify/judge/recorded_tiers.py)."""
-    band = recorded_tiers.measured({name: records[name] for name in (CONTINUOUS, *REPEATS)})
-    result.determinism = replace(result.determinism, spread=band)
-    name = "the script differs from itself: each resume is judged by its restore and its measured spread"
-    checks: list[Check] = [replace(check, name=name, passed=True)]
-    for k in s.points:
-        interrupted, resumed = point_names(k, k == s.primary)
-        step = _stopped(records[interrupted])
-        restored = recorded.restore(records[interrupted], records[resumed], step, resumed)
-        checks += [restored] if restored is not None else []
-        result.resumes[resumed], check = recorded_tiers.resume(
-            band, records[CONTINUOUS], records[resumed], step, resumed, restored
-        )
-        checks.append(check)
-    interrupted = point_names(s.primary, True)[0]
-    step, held = _stopped(records[interrupted]), records[interrupted]
-    result.negative, check = recorded_tiers.negative(held, records[RESUMED_NO_RNG], step)
-    checks.append(check)
-    for part in s.faults:
-        result.faults[part], check = recorded_tiers.fault(held, records[f"{FAULT_PREFIX}{part}"], step, part)
-        checks.append(check)
-    result.checks = checks
-
-
 def _base(s: Settings, trajectories: list[Trajectory], error: str | None, written: set[str]) -> Verification:
     left = {t.name: t.left for t in trajectories if t.left is not None}
-    return Verification(
-        error=error,
-        train_cmd=s.train_cmd,
-        resume_cmd=s.resume_cmd,
-        protocol=observation.FORMAT,
-        steps=s.steps,
-        interrupt_at=s.points,
-        atol=s.atol,
-        allowed={"unsafe_pickle": [], "opaque": []},
-        environment=environment.of({}),  # the verifier's; the trainer writes no meta to read its own from
-        trajectories={t.name: _record(s, t, left, t.name in written) for t in trajectories},
-    )
+    ran_as = {t.name: _record(s, t, left, t.name in written) for t in trajectories}
+    # The verifier's environment: the trainer writes no meta to read its own from.
+    return Verification.asked(s, observation.FORMAT, environment.of({}), ran_as, error)
 
 
 def _record(s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint], written: bool) -> TrajectoryRecord:

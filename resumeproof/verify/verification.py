@@ -27,7 +27,7 @@ from resumeproof.verify.settings import ALL, FLAT, Settings, primary_first
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
     from resumeproof.verify.judge.evidence import Evidence
-    from resumeproof.verify.judge.summaries import Evaluated
+    from resumeproof.verify.judge.findings import Evaluated
 
 COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failure here asks for the evidence
 
@@ -158,7 +158,8 @@ def _evidence_trajectories(
         extra += [trainer_plan.reference(s, name) for name in protocol.REPEATS if name not in names and name != REPEAT]
         extra += [t for t in trainer_plan.restores(s, trajectories) if t.name not in names]
     negative = evaluated.negative
-    if negative.verdict != DIVERGENT and negative.identical_to_full_resume and trainer_plan.SEEDED not in names:
+    cannot = negative is not None and negative.verdict != DIVERGENT and negative.identical_to_full_resume
+    if cannot and trainer_plan.SEEDED not in names:
         extra.append(trainer_plan.seeded(s))
     return extra
 
@@ -183,34 +184,14 @@ def _result(
     s: Settings, trajectories: list[Trajectory], evaluated: "Evaluated | None", error: str | None
 ) -> Verification:
     summaries = _summaries(trajectories)
-    result = Verification(
-        error=error,
-        train_cmd=s.train_cmd,
-        resume_cmd=s.resume_cmd,
-        protocol=protocol.PROTOCOL,
-        steps=s.steps,
-        interrupt_at=s.points,
-        segments=s.segments,
-        atol=s.atol,
-        allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
-        environment=environment.of(summaries),
-        trajectories={t.name: ran(t) for t in trajectories},
-        parts=summaries[CONTINUOUS].declared_parts or () if CONTINUOUS in summaries else (),
-    )
+    ran_as = {t.name: ran(t) for t in trajectories}
+    result = Verification.asked(s, protocol.PROTOCOL, environment.of(summaries), ran_as, error)
+    declared = summaries[CONTINUOUS].declared_parts if CONTINUOUS in summaries else None
+    result = replace(result, parts=declared or ())
     if evaluated is None:
         return result
     checkpoints = [t.accepted.checkpoint.check(t.name) for t in trajectories if t.accepted is not None]
-    return replace(
-        result,
-        checks=checkpoints + evaluated.checks,
-        resumes=evaluated.resumes,
-        negative=evaluated.negative,
-        faults=evaluated.faults,
-        determinism=evaluated.determinism,
-        nonfinite=evaluated.nonfinite,
-        coverage=evaluated.coverage,
-        next_lr=evaluated.next_lr,
-    )
+    return result.judged(evaluated, checkpoints)
 
 
 def _restores_failed(trajectories: list[Trajectory]) -> str | None:

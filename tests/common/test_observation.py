@@ -2,6 +2,7 @@
 reading that never fails on what it finds (records are evidence; without them a trainer is judged as before)."""
 
 import ast
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -26,9 +27,13 @@ def test_each_rank_writes_its_own_file_and_the_updates_read_back():
 
 def test_records_read_back_typed_and_anything_else_reads_as_none(tmp_path):
     path = tmp_path / "r.json"
-    path.write_text(json.dumps({"format": o.FORMAT, "rank": 1, "updates": {"6": {"loss": {}}}, "restores": []}))
+    update = {"loss": {"value": 0.5, "digest": "d"}, "step": {"backwards": 2, "a key of a later observer": 1}}
+    path.write_text(json.dumps({"format": o.FORMAT, "rank": 1, "updates": {"6": update}, "restores": []}))
     found = o.read(path)
-    assert found is not None and found.rank == 1 and found.at(6) == {"loss": {}} and found.at(7) is None
+    assert found is not None and found.rank == 1 and found.at(7) is None
+    six = found.at(6)
+    assert six is not None and (six.loss.value, six.step.backwards, six.held(o.LOSS, o.DIGEST)) == (0.5, 2, "d")
+    assert six.after == o.After() and six.forward.batch is None  # a moment not reached holds nothing
     for text in ("", "{", json.dumps({"format": "other"}), json.dumps({"format": o.FORMAT, "updates": {"x": {}}})):
         path.write_text(text)
         assert o.read(path) is None, text
@@ -74,3 +79,16 @@ def test_records_compare_only_when_made_with_the_same_fingerprints(tmp_path):
     why = o.comparable(records[:3])
     assert why is not None and "cpu sha256, device pk128/1 (c.json)" in why and "(a.json, b.json)" in why
     assert "unrecorded fingerprints (d.json)" in (o.comparable([records[0], records[3]]) or "")
+
+
+def test_each_moments_fields_are_the_keys_the_observer_writes_under_it():
+    written = {
+        o.START: {o.GENERATORS},
+        o.FORWARD: {o.GENERATORS, o.BATCH, o.MODEL},
+        o.LOSS: {o.VALUE, o.DIGEST, o.SCALE},
+        o.STEP: {o.OPTIMIZER, o.GROUPS, o.SCHEDULERS, o.SCALERS, o.AVERAGED, o.BACKWARDS, o.UNSEEN},
+        o.AFTER: {o.GENERATORS, o.GRADS, o.PARAMS},
+    }
+    read = o.Recorded()
+    assert {moment: {f.name for f in dataclasses.fields(getattr(read, moment))} for moment in o.MOMENTS} == written
+    assert all(read.held(moment, key) is None for moment, key in o.VALUED)

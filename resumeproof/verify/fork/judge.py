@@ -158,7 +158,8 @@ def shifted(seen: Observed, k: int) -> Observed:
     restored before its first update as the state update k ended with."""
     found = {}
     for rank, record in seen.items():
-        updates = {k: {o.AFTER: {o.GENERATORS: _restored(record)}}} | {k + n: u for n, u in record.updates.items()}
+        ended = o.Recorded(after=o.After(generators=_restored(record)))
+        updates = {k: ended} | {k + n: u for n, u in record.updates.items()}
         found[rank] = replace(record, updates=updates)
     return found
 
@@ -167,9 +168,8 @@ def _restored(record: o.Observation) -> dict[str, dict[str, str]]:
     """The last state each generator was restored to before the process's first update."""
     found: dict[str, dict[str, str]] = {}
     for r in record.restores:
-        group, name, digest = r.get("group"), r.get("generator"), r.get("digest")
-        if r.get("before") == 1 and isinstance(group, str) and isinstance(name, str) and isinstance(digest, str):
-            found.setdefault(group, {})[name] = digest
+        if r.before == 1:
+            found.setdefault(r.group, {})[r.generator] = r.digest
     return found
 
 

@@ -291,3 +291,18 @@ class Determinism:
 
 def _listed(points: tuple[int, ...] | None) -> list[int] | None:
     return None if points is None else list(points)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evaluated:
+    """What the judge hands the report, whichever evidence it read (summaries, the observer's records): every check,
+    each resume that must be concordant, the negative control, the faults, and determinism first."""
+
+    checks: list[Check]
+    resumes: dict[str, Resume]
+    negative: Resume | None  # None where no comparison was made (a script that differs from itself, bit for bit)
+    faults: dict[str, Fault]
+    determinism: Determinism
+    coverage: Coverage | None = None  # the untried points (a protocol trainer's history tells them)
+    nonfinite: tuple[str, ...] = ()  # paths in `state` where both runs hold the same infinity
+    next_lr: Any = None

@@ -21,22 +21,18 @@ Observed = Mapping[int | None, o.Observation]  # one record per rank (None: a pr
 class Update:
     """The continuous run around the resume point, and the resumed run's first update."""
 
-    before: dict[str, Any]  # the continuous run's update k ({} when not recorded)
-    then: dict[str, Any]  # its update k+1
-    first: dict[str, Any]  # the resumed run's update 1
-    restores: list[dict[str, Any]] = field(default_factory=list)  # the resumed run's generator restores
+    before: o.Recorded  # the continuous run's update k (nothing where not recorded)
+    then: o.Recorded  # its update k+1
+    first: o.Recorded  # the resumed run's update 1
+    restores: list[o.Restore] = field(default_factory=list)  # the resumed run's generator restores
     unseen: tuple[str, ...] = ()  # declared generator parts the observer cannot see (a trainer's torch.Generator)
     rows_same: bool | None = None  # the history's rows of update k+1 agree (the summaries say it), None: unknown
     replayed: int | None = None  # the continuous update whose batch the first resumed update received instead
     reference: str = CONTINUOUS_RUN  # what the first update is held against, as the explanations name it
 
-    def get(self, which: str, moment: str, key: str) -> Any:
-        found = getattr(self, which).get(moment) or {}
-        return found.get(key) if isinstance(found, dict) else None
-
     def pair(self, moment: str, key: str) -> tuple[Any, Any]:
         """(continuous, resumed) at one moment."""
-        return self.get("then", moment, key), self.get("first", moment, key)
+        return self.then.held(moment, key), self.first.held(moment, key)
 
 
 @dataclass(frozen=True)
@@ -90,11 +86,11 @@ def _used(u: Update) -> set[tuple[str, str]]:
     restores it), and each process-wide one the continuous update draws from (its state changes from the end of
     update k to the end of update k+1)."""
     seen: dict[tuple[str, str], set[str]] = {}
-    moments = [u.before.get(o.AFTER), *(u.then.get(m) for m in (o.START, o.FORWARD, o.AFTER))]
-    if o.AFTER not in u.then:  # an interrupted process's update k+1, ended before its step: update k's draws tell
-        moments.insert(0, u.before.get(o.FORWARD))
-    for moment in moments:
-        for group, named in ((moment or {}).get(o.GENERATORS) or {}).items():
+    states = [u.before.after.generators, u.then.start.generators, u.then.forward.generators, u.then.after.generators]
+    if u.then.after == o.After():  # an interrupted update k+1, ended before its step: update k's draws tell
+        states.insert(0, u.before.forward.generators)
+    for state in states:
+        for group, named in (state or {}).items():
             for name, value in named.items():
                 seen.setdefault((group, name), set()).add(value)
     return {key for key, values in seen.items() if len(values) > 1 or key[0] == o.KIT}
@@ -104,9 +100,9 @@ def _generator(u: Update, group: str, name: str, when: str, mine: str | None) ->
     """A generator in another state than the continuous run's, entering the update: not restored; set to another
     state; restored and then drawn from before its first use; or in the right state and not drawn from as in the
     continuous update. The histories' rows tell the data position (other rows) from the generator's own use."""
-    right = u.get("before", o.AFTER, o.GENERATORS) or u.get("then", o.START, o.GENERATORS) or {}
+    right = u.before.after.generators or u.then.start.generators or {}
     expected = right.get(group, {}).get(name)
-    restores = [r for r in u.restores if (r.get("group"), r.get("generator"), r.get("before")) == (group, name, 1)]
+    restores = [r for r in u.restores if (r.group, r.generator, r.before) == (group, name, 1)]
     owner = "the process-wide" if group == o.GLOBAL else "the trainer's"
     batch = u.pair(o.FORWARD, o.BATCH)
     position = None if u.unseen else DATA  # another position, unless an unseen generator could have drawn it
@@ -118,7 +114,7 @@ def _generator(u: Update, group: str, name: str, when: str, mine: str | None) ->
             why = "the batch's draws (augmentation) came before the restore: restore it before the first batch"
             return _Generator(owner, name, "was restored after the batch drew from it", rng_part(name), why)
         return _Generator(owner, name, f"was not drawn from as in {u.reference}", None)
-    if expected is not None and restores and restores[-1].get("digest") == expected:
+    if expected is not None and restores and restores[-1].digest == expected:
         if when == BEFORE_FORWARD and batch[0] != batch[1] and u.rows_same is not True:  # other rows, or unknown
             why = "the data pipeline started again elsewhere (an iterator rebuilt at another position drew from it)"
             if u.replayed is not None:

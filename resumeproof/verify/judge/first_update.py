@@ -56,7 +56,7 @@ def diagnose(
         then, first = continuous[rank].at(k + 1), resumed[rank].at(1)
         if then is None or first is None:
             return None
-        before, restores = continuous[rank].at(k) or {}, resumed[rank].restores
+        before, restores = continuous[rank].at(k) or o.Recorded(), resumed[rank].restores
         replayed = _replayed(continuous[rank], first, k)
         rows = rows_same if rows_same is not None or replayed is None else False  # another update's rows
         updates[rank] = Update(before, then, first, restores, _unseen(then, parts), rows, replayed, reference)
@@ -90,14 +90,14 @@ def restored(continuous: Observed, resumed: Observed, k: int, parts: tuple[str, 
         return frozenset()
     found = set()
     for moment, key, concept in _STATE_OF:
-        pairs = [(_state(continuous[r].at(k + 1), moment, key), _state(resumed[r].at(1), moment, key)) for r in resumed]
+        pairs = [(_held(continuous[r].at(k + 1), moment, key), _held(resumed[r].at(1), moment, key)) for r in resumed]
         if all(a and a == b for a, b in pairs) and (name := own_part(concept, parts)):
             found.add(name)
     return frozenset(found)
 
 
-def _state(update: dict[str, Any] | None, moment: str, key: str) -> Any:
-    return ((update or {}).get(moment) or {}).get(key)
+def _held(update: o.Recorded | None, moment: str, key: str) -> Any:
+    return update.held(moment, key) if update is not None else None
 
 
 def _parts(parts: tuple[str, ...], others: bool) -> Callable[[str], str | None]:
@@ -128,7 +128,7 @@ def own_part(concept: str, parts: tuple[str, ...]) -> str | None:
 
 def _blind(updates: Any) -> str:
     """What the observer could not read in either run (a private key this torch lacks), as a clause of evidence."""
-    found = sorted({name for u in updates for r in (u.then, u.first) for name in _state(r, o.STEP, o.UNSEEN) or ()})
+    found = sorted({name for u in updates for r in (u.then, u.first) for name in r.step.unseen or ()})
     return f"; unseen by the observer: {', '.join(found)}" if found else ""
 
 
@@ -147,23 +147,19 @@ def _how(key: str, a: Any, b: Any) -> str:
     return "differs"
 
 
-def _unseen(then: dict, parts: tuple[str, ...]) -> tuple[str, ...]:
-    seen = {name for moment in then.values() for named in (moment.get(o.GENERATORS) or {}).values() for name in named}
+def _unseen(then: o.Recorded, parts: tuple[str, ...]) -> tuple[str, ...]:
+    seen = {name for states in then.generators for named in states.values() for name in named}
     return tuple(p for p in parts if (name := generator_of(p)) is not None and name not in seen)
 
 
-def _replayed(continuous: o.Observation, first: dict[str, Any], k: int) -> int | None:
+def _replayed(continuous: o.Observation, first: o.Recorded, k: int) -> int | None:
     """The continuous update (other than k+1) whose batch the first resumed update received: where the histories
     say nothing of the rows, a batch the continuous run took at another update is the data position's evidence
     (an epoch started again, batches skipped), whatever else differs."""
-    mine = (first.get(o.FORWARD) or {}).get(o.BATCH)
-    then = ((continuous.at(k + 1) or {}).get(o.FORWARD) or {}).get(o.BATCH)
+    mine, then = first.forward.batch, _held(continuous.at(k + 1), o.FORWARD, o.BATCH)
     if mine is None or mine == then:
         return None
-    seen = (
-        n for n, u in sorted(continuous.updates.items()) if n != k + 1 and (u.get(o.FORWARD) or {}).get(o.BATCH) == mine
-    )
-    return next(seen, None)
+    return next((n for n, u in sorted(continuous.updates.items()) if n != k + 1 and u.forward.batch == mine), None)
 
 
 def _batch(u: Update) -> Found | None:
@@ -187,10 +183,10 @@ _REPLAY = (
 
 
 def _loss(u: Update) -> Found | None:
-    a, b = u.pair(o.LOSS, o.DIGEST)
+    a, b = u.then.loss.digest, u.first.loss.digest
     if a == b:
         return None
-    values = f"{u.get('first', o.LOSS, o.VALUE)} vs {u.get('then', o.LOSS, o.VALUE)}"
+    values = f"{u.first.loss.value} vs {u.then.loss.value}"
     why = (
         "the same parameters, batch and generators give another loss: state outside the state_dict (a Python "
         "attribute, a non-persistent buffer) or a generator the observer cannot see (a torch.Generator of the "
@@ -202,7 +198,7 @@ def _loss(u: Update) -> Found | None:
 def _backwards(u: Update) -> Found | None:
     """Another number of backward passes in the update: its micro-batches counted from a counter that restarted (a
     gradient-accumulation index), whatever the first micro-batch's loss and generators say."""
-    a, b = u.pair(o.STEP, o.BACKWARDS)
+    a, b = u.then.step.backwards, u.first.step.backwards
     if a is None or b is None or a == b:
         return None
     why = "the gradient-accumulation counter (micro-steps per update) was not restored"
@@ -212,7 +208,7 @@ def _backwards(u: Update) -> Found | None:
 def _scaler(u: Update) -> Found | None:
     """A GradScaler: the scale the loss was multiplied by (there even where the step is skipped), and its state
     before the step (scale, growth tracker)."""
-    for a, b in (u.pair(o.LOSS, o.SCALE), u.pair(o.STEP, o.SCALERS)):
+    for a, b in ((u.then.loss.scale, u.first.loss.scale), (u.then.step.scalers, u.first.step.scalers)):
         if a != b and a is not None and b is not None:  # a skipped step records no state before it
             return Found(f"GradScaler {_scaled(a, b)}", SCALER)
     return None
@@ -231,15 +227,15 @@ def _groups(u: Update) -> Found | None:
     state came back had its groups back too, and another lr is the schedule's (a scheduler made or stepped after the
     load) or, with no scheduler, the counter the trainer computes it from. An optimizer with no state (SGD without
     momentum) cannot show it was restored: then the evidence names nothing."""
-    a, b = (value or [] for value in u.pair(o.STEP, o.GROUPS))
+    a, b = u.then.step.groups or [], u.first.step.groups or []
     if a == b:
         return None
     pairs = [(key, x.get(key), y.get(key)) for x, y in zip(a, b, strict=False) for key in x if x.get(key) != y.get(key)]
     how = ", ".join(f"{key} {new} vs {old}" for key, old, new in pairs[:2]) or "differ"
     said = f"the optimizer's hyper-parameters: {how}"
-    if not _holds_state(u.pair(o.STEP, o.OPTIMIZER)[0]):
+    if not _holds_state(u.then.step.optimizer):
         return Found(said, None, "the optimizer holds no state: its param groups, or the schedule, were not restored")
-    if any(u.pair(o.STEP, o.SCHEDULERS)):
+    if u.then.step.schedulers or u.first.step.schedulers:
         return Found(said, SCHEDULER, "the optimizer's state and every LR scheduler's are the same: " + _SCHEDULE)
     return Found(said, PROGRESS, "the optimizer's state is the same and there is no LR scheduler: " + _COUNTER)
 
@@ -259,9 +255,9 @@ def _holds_state(state: Any) -> bool:
 
 def _batch_owner(continuous: Observed, resumed: Observed, rank: int | None, k: int) -> int | None:
     """Under torchrun: another rank whose batch at update k+1 this rank's first resumed update received."""
-    mine = (resumed[rank].at(1) or {}).get(o.FORWARD, {}).get(o.BATCH) if rank is not None else None
+    mine = _held(resumed[rank].at(1), o.FORWARD, o.BATCH) if rank is not None else None
     for other, seen in continuous.items():
-        if other != rank and mine is not None and ((seen.at(k + 1) or {}).get(o.FORWARD) or {}).get(o.BATCH) == mine:
+        if other != rank and mine is not None and _held(seen.at(k + 1), o.FORWARD, o.BATCH) == mine:
             return other
     return None
 

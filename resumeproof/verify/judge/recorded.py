@@ -9,6 +9,7 @@ parameters), which a trainer that differs from itself does not get: it is report
 negative control and each fault must diverge; where one cannot, the records say why.
 """
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -54,10 +55,10 @@ class Compared:
         for rank, mine in continuous.items():
             theirs = other.get(rank)
             for n in sorted(u for u in mine.updates if u > k):
-                a, b = mine.at(n) or {}, (theirs.at(n - k) if theirs else None) or {}
+                a, b = mine.at(n) or o.Recorded(), (theirs.at(n - k) if theirs else None) or o.Recorded()
                 self.compared += 1
                 for moment, key in fields:
-                    if _get(a, moment, key) == _get(b, moment, key):
+                    if a.held(moment, key) == b.held(moment, key):
                         continue
                     if self._within(_gap(mine, theirs, (n, n - k), (moment, key), (a, b)), (moment, key)):
                         continue
@@ -115,19 +116,19 @@ def restore(
     held = {rank: seen.at(k + 1) for rank, seen in interrupted.items()}
     if not held or any(h is None for h in held.values()):
         return None
-    fields = tuple((m, key) for m, key in RESTORED if any(_get(h or {}, m, key) is not None for h in held.values()))
+    fields = tuple((m, key) for m, key in RESTORED if any(h and h.held(m, key) is not None for h in held.values()))
     differs = []
     for rank, h in held.items():
         theirs = resumed.get(rank)
-        mine = (theirs.at(1) if theirs is not None else None) or {}
-        drawn = _drawn([interrupted[rank].at(k) or {}, h or {}])
+        mine = (theirs.at(1) if theirs is not None else None) or o.Recorded()
+        drawn = _drawn([interrupted[rank].at(k) or o.Recorded(), h or o.Recorded()])
         for m, key in fields:
-            a, b = _get(h or {}, m, key), _get(mine, m, key)
+            a, b = (h or o.Recorded()).held(m, key), mine.held(m, key)
             if key == o.GENERATORS:
                 a, b = _only_drawn(a, drawn), _only_drawn(b, drawn)
             if a != b:
                 differs.append(f"{_label(m, key)}{_rank(rank)}")
-    trimmed = {rank: _only(seen, 1, held[rank] or {}) for rank, seen in resumed.items()}
+    trimmed = {rank: _only(seen, 1, held[rank] or o.Recorded()) for rank, seen in resumed.items()}
     if not differs:
         why = None
     elif continuous is not None:
@@ -147,13 +148,13 @@ def restore(
     )
 
 
-def _drawn(updates: list[dict[str, Any]]) -> set[tuple[str, str]]:
+def _drawn(updates: list[o.Recorded]) -> set[tuple[str, str]]:
     """(group, name) of each generator whose state changes across these records' moments, or that the trainer
     names through the kit."""
     seen: dict[tuple[str, str], set[str]] = {}
     for update in updates:
-        for moment in update.values():
-            for group, named in ((moment or {}).get(o.GENERATORS) or {}).items():
+        for states in update.generators:
+            for group, named in states.items():
                 for gen, value in named.items():
                     seen.setdefault((group, gen), set()).add(value)
     return {key for key, values in seen.items() if len(values) > 1 or key[0] == o.KIT}
@@ -259,27 +260,28 @@ def _entry(found: Compared, why: Diagnosis | None, identical: bool | None = None
     )
 
 
-def _only(seen: o.Observation, update: int, like: dict[str, Any]) -> o.Observation:
+def _only(seen: o.Observation, update: int, like: o.Recorded) -> o.Observation:
     """`seen` with `update` cut to the moments and keys `like` holds (an update the interrupted process never
     finished: no gradients, no parameters after it)."""
-    mine = seen.at(update) or {}
-    kept = {m: {key: v for key, v in mine.get(m, {}).items() if key in like[m]} for m in like if m in mine}
-    return o.Observation(seen.rank, {**seen.updates, update: kept}, seen.restores)
+    mine = seen.at(update) or o.Recorded()
+    moments: dict[str, Any] = {m: _like(getattr(mine, m), getattr(like, m)) for m in o.MOMENTS}
+    return o.Observation(seen.rank, {**seen.updates, update: dataclasses.replace(mine, **moments)}, seen.restores)
+
+
+def _like(mine: o.Moment, like: o.Moment) -> o.Moment:
+    """`mine` with only the keys `like` holds."""
+    unheld = {f.name: None for f in dataclasses.fields(like) if getattr(like, f.name) is None}
+    return dataclasses.replace(mine, **unheld)
 
 
 def _parts(records: Observed) -> tuple[str, ...]:
     updates = [u for seen in records.values() for u in seen.updates.values()]
-    cuda = any(CUDA in ((m or {}).get(o.GENERATORS) or {}).get(o.GLOBAL, {}) for u in updates for m in u.values())
+    cuda = any(CUDA in states.get(o.GLOBAL, {}) for u in updates for states in u.generators)
     return (*PARTS, protocol.rng_part(CUDA)) if cuda else PARTS
 
 
 def _how(atol: float) -> str:
     return "bit for bit" if atol == 0 else f"within atol {atol:g}"
-
-
-def _get(update: dict[str, Any], moment: str, key: str) -> Any:
-    found = update.get(moment) or {}
-    return found.get(key) if isinstance(found, dict) else None
 
 
 def _label(moment: str, key: str) -> str:
@@ -311,8 +313,8 @@ def _gap(
     return gap
 
 
-def _loss_gap(a: dict[str, Any], b: dict[str, Any]) -> float:
-    x, y = _get(a, o.LOSS, o.VALUE), _get(b, o.LOSS, o.VALUE)
+def _loss_gap(a: o.Recorded, b: o.Recorded) -> float:
+    x, y = a.loss.value, b.loss.value
     if isinstance(x, int | float) and isinstance(y, int | float):
         return abs(x - y) if math.isfinite(x - y) else math.inf
     return 0.0 if x == y else math.inf

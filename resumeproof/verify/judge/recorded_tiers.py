@@ -38,8 +38,7 @@ def run_of(records: Observed, offset: int = 0) -> Run:
         for n, update in seen.updates.items():
             mine = found.setdefault(n + offset, {})
             for label, (moment, key) in HELD.items():
-                value = (update.get(moment) or {}).get(key)
-                mine[label if rank is None else f"{label} (rank {rank})"] = value
+                mine[label if rank is None else f"{label} (rank {rank})"] = update.held(moment, key)
     return Run(found)
 
 

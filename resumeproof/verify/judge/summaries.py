@@ -13,7 +13,7 @@ must be concordant, the negative control, a fault.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from resumeproof.common import protocol
@@ -23,25 +23,13 @@ from resumeproof.verify.judge import evidence, finite, first_update, summary_tie
 from resumeproof.verify.judge.compare import Comparison, compare
 from resumeproof.verify.judge.diagnosis import diagnose, identical
 from resumeproof.verify.judge.evidence import Evidence
-from resumeproof.verify.judge.findings import Check, Coverage, Determinism, Diagnosis, Fault, Resume
+from resumeproof.verify.judge.findings import Check, Determinism, Diagnosis, Evaluated, Fault
 from resumeproof.verify.judge.held import NO_RANDOM_STATE, Against, Held, Summaries, compared, resume_entry
 from resumeproof.verify.plan import points
 from resumeproof.verify.plan.expectation import Expect, Expectation
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.settings import FLAT
-
-
-@dataclass(frozen=True)
-class Evaluated:
-    checks: list[Check]
-    resumes: dict[str, Resume]
-    negative: Resume
-    faults: dict[str, Fault]
-    determinism: Determinism
-    coverage: Coverage
-    nonfinite: tuple[str, ...]
-    next_lr: Any
 
 
 def evaluate(

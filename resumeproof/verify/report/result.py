@@ -5,16 +5,26 @@ and the terminal report, JUnit, Markdown and the pytest plugin render it.
 `CheckKind.LEGACY`, their diagnoses stay in the comparison; docs/verification-json.md).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from resumeproof.common import fingerprint, protocol
 from resumeproof.common.protocol import RESUMED, CheckKind
-from resumeproof.verify.judge.findings import DIVERGENT, Check, Coverage, Determinism, Fault, FaultStatus, Resume
+from resumeproof.verify.judge.findings import (
+    DIVERGENT,
+    Check,
+    Coverage,
+    Determinism,
+    Evaluated,
+    Fault,
+    FaultStatus,
+    Resume,
+)
 from resumeproof.verify.report.verdict import Verdict, failure, verdict
 from resumeproof.verify.run.launch import Placement
 from resumeproof.verify.run.trajectories import Trajectory
+from resumeproof.verify.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,45 @@ class Verification:
     # The updates the continuous run made where more than --steps (`verify --observe`: a loop that runs iterations 0
     # to max_iters inclusive); the observer recorded the first --steps, and only those are compared.
     continuous_made: int | None = None
+
+    @classmethod
+    def asked(
+        cls,
+        s: Settings,
+        protocol: str,
+        environment: dict[str, Any],
+        trajectories: dict[str, TrajectoryRecord],
+        error: str | None = None,
+    ) -> "Verification":
+        """The header every verification opens with: what was asked, read from its settings once; what judged it
+        (the protocol, or the observer's format), where and what ran. The judgement fills in the rest."""
+        return cls(
+            error=error,
+            train_cmd=s.train_cmd,
+            resume_cmd=s.resume_cmd,
+            protocol=protocol,
+            steps=s.steps,
+            interrupt_at=s.points,
+            segments=s.segments,
+            atol=s.atol,
+            allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
+            environment=environment,
+            trajectories=trajectories,
+        )
+
+    def judged(self, evaluated: Evaluated, checked: list[Check] | None = None) -> "Verification":
+        """This header with the judge's findings, after the checks that came before it (the checkpoints')."""
+        return replace(
+            self,
+            checks=[*(checked or ()), *evaluated.checks],
+            resumes=evaluated.resumes,
+            negative=evaluated.negative,
+            faults=evaluated.faults,
+            determinism=evaluated.determinism,
+            nonfinite=evaluated.nonfinite,
+            coverage=evaluated.coverage,
+            next_lr=evaluated.next_lr,
+        )
 
     @property
     def all_checks_passed(self) -> bool:

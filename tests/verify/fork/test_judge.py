@@ -123,7 +123,7 @@ def test_the_controls_restores_are_the_state_the_update_before_the_fork_ended_wi
     restores = [{"group": "global", "generator": "torch", "digest": "t0", "before": 1}]
     control = fork_judge.shifted(observed({1: update(), 2: update()}, restores), K)[None]
     assert sorted(control.updates) == [K, K + 1, K + 2]
-    assert control.at(K) == {o.AFTER: {o.GENERATORS: {"global": {"torch": "t0"}}}}
+    assert control.at(K) == o.Recorded.of({o.AFTER: {o.GENERATORS: {"global": {"torch": "t0"}}}})
 
 
 def test_a_branch_parts_at_its_first_record_that_differs_and_one_that_never_does_is_identical():

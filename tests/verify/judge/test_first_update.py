@@ -49,7 +49,12 @@ def _moved(*moves: tuple[str, str, str]) -> dict[str, dict[str, str]]:
 
 
 def observed(updates: dict[int, dict], restores: list | None = None, rank: int | None = None) -> dict:
-    return {rank: o.Observation(rank=rank, updates=updates, restores=restores or [])}
+    return {rank: o.Observation(rank=rank, updates=read(updates), restores=[o.Restore(**r) for r in restores or ()])}
+
+
+def read(updates: dict[int, dict]) -> dict[int, o.Recorded]:
+    """Updates written as the observer writes them, read as the verifier reads them."""
+    return {n: o.Recorded.of(u) for n, u in updates.items()}
 
 
 def diagnose(first: dict, restores: list | None = None, then: dict | None = None, parts: tuple = PARTS, rows=None):
@@ -139,8 +144,8 @@ def test_the_trainers_own_name_for_the_part_is_the_one_named():
 def test_under_torchrun_a_rank_that_received_another_ranks_batch_is_named():
     then = {r: update(forward__batch=f"b{r}") for r in (0, 1)}
     before = {o.AFTER: {o.GENERATORS: copy.deepcopy(GENERATORS)}}
-    continuous = {r: o.Observation(rank=r, updates={5: before, 6: then[r]}) for r in (0, 1)}
-    resumed = {r: o.Observation(rank=r, updates={1: then[0]}) for r in (0, 1)}
+    continuous = {r: o.Observation(rank=r, updates=read({5: before, 6: then[r]})) for r in (0, 1)}
+    resumed = {r: o.Observation(rank=r, updates=read({1: then[0]})) for r in (0, 1)}
     d = first_update.diagnose(continuous, resumed, 5, PARTS)
     assert (
         d is not None
@@ -169,12 +174,14 @@ def test_under_torchrun_a_part_lost_on_the_other_ranks_alone_is_the_rank_local_o
     """Rank 1 resumed another batch, so the gradients every rank shares differ on rank 0 too: the batch, earlier in
     the update, is the first difference, and rank 0 shows it was restored there."""
     before = {o.AFTER: {o.GENERATORS: copy.deepcopy(GENERATORS)}}
-    continuous = {r: o.Observation(rank=r, updates={5: before, 6: update(forward__batch=f"b{r}")}) for r in (0, 1)}
+    continuous = {
+        r: o.Observation(rank=r, updates=read({5: before, 6: update(forward__batch=f"b{r}")})) for r in (0, 1)
+    }
     first = {
         0: update(forward__batch="b0", after__grads="shared"),
         1: update(forward__batch="fresh", after__grads="shared"),
     }
-    resumed = {r: o.Observation(rank=r, updates={1: first[r]}) for r in (0, 1)}
+    resumed = {r: o.Observation(rank=r, updates=read({1: first[r]})) for r in (0, 1)}
     parts = (*PARTS, "other-ranks.data", "other-ranks.rng")
     d = first_update.diagnose(continuous, resumed, 5, parts)
     assert d is not None and d.lost == ("other-ranks.data",) and d.explanation.startswith("rank 1: same generators")

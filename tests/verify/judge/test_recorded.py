@@ -25,7 +25,12 @@ def update(loss: str = "l", params: str = "p", torch_state: str = "t", python_st
 
 def seen(updates: dict[int, dict], completed: int | None = None, blocked: tuple[str, ...] = ()) -> dict:
     done = max(updates, default=0) if completed is None else completed
-    return {None: o.Observation(rank=None, updates=updates, completed=done, blocked=blocked)}
+    return {None: o.Observation(rank=None, updates=read(updates), completed=done, blocked=blocked)}
+
+
+def read(updates: dict) -> dict[int, o.Recorded]:
+    """Updates written as the observer writes them (or read already), read as the verifier reads them."""
+    return {n: u if isinstance(u, o.Recorded) else o.Recorded.of(u) for n, u in updates.items()}
 
 
 CONTINUOUS = seen({n: update(loss=f"l{n}", params=f"p{n}", torch_state=f"t{n}") for n in range(1, 7)})
@@ -71,7 +76,7 @@ def valued(tmp_path, name: str, params: dict[int, list[float]], loss: float = 1.
         kept.parent.mkdir(exist_ok=True)
         kept.write_bytes(array("d", values).tobytes())
         o.values_file(source, n, o.STEP, o.OPTIMIZER).write_bytes(b"")
-    return {None: o.Observation(rank=None, updates=updates, completed=max(params), source=source)}
+    return {None: o.Observation(rank=None, updates=read(updates), completed=max(params), source=source)}
 
 
 def test_within_a_tolerance_the_kept_values_decide_and_a_gap_is_measured_not_assumed(tmp_path):

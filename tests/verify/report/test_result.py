@@ -8,7 +8,9 @@ import pytest
 from resumeproof.common.protocol import CheckKind
 from resumeproof.verify.report import junit, markdown, terminal
 from resumeproof.verify.report.result import Verification
+from resumeproof.verify.settings import Settings
 from tests.helpers import REPO
+from tests.verify.test_settings import SCRIPT_FIELDS, VERIFY
 
 OLD = sorted((REPO / "tests" / "data" / "verification-0.1").glob("*.json"))
 
@@ -76,3 +78,14 @@ def test_what_check_said_of_a_scripts_own_checkpoint_round_trips_and_is_rendered
     assert line in markdown.summary(v, tmp_path) and terminal.verdict_line(
         Verification.from_json(json.loads(OLD[0].read_text()))
     ) == terminal.verdict_line(v)
+
+
+def test_every_verification_opens_with_the_header_its_settings_give_and_it_survives_the_json():
+    asked = Settings(**{**VERIFY, **SCRIPT_FIELDS, "points": (6, 3)})
+    v = Verification.asked(asked, "resumeproof-observation/1", {"python": "3.11"}, {}, error="why")
+    header = (v.error, v.train_cmd, v.resume_cmd, v.steps, v.interrupt_at, v.atol, v.protocol)
+    expected = (SCRIPT_FIELDS["train_cmd"], SCRIPT_FIELDS["resume_cmd"], 10, (6, 3), 1e-12)
+    assert header == ("why", *expected, "resumeproof-observation/1")
+    assert v.allowed == {"unsafe_pickle": [], "opaque": []} and v.environment == {"python": "3.11"}
+    back = Verification.from_json(json.loads(json.dumps(v.to_json())))
+    assert (back.train_cmd, back.resume_cmd, back.steps, back.interrupt_at, back.atol) == header[1:6]
