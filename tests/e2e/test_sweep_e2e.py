@@ -120,6 +120,8 @@ def test_a_fault_the_trainer_claims_but_does_not_carry_out_fails_and_is_named(tm
     assert doc["positive"] is True and doc["negative_divergence_detected"] is True
     assert doc["blind_to"] == ["scheduler", "model"]
     assert doc["faults"]["model"] == {
+        "status": "not-caught",  # a protocol trainer omits the part itself: never "not applicable"
+        "not_applicable": None,
         "detected": False,
         "cause": "model not restored",
         "caught_by": [],
