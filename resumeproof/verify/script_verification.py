@@ -58,7 +58,7 @@ def _run(s: Settings, trajectories: list[Trajectory], out: Console) -> str | Non
     def resumes(done: Trajectory) -> list[Trajectory]:
         if done.observe is None or done.observe.stop is None:
             return []
-        return script_plan.resumes(s, done, _stopped(observation.read_all(done.observe.record)))
+        return script_plan.resumes(s, done, script_judge.stopped(observation.read_all(done.observe.record)))
 
     accept, launcher = (lambda done: script_plan.accept(s, done)), launcher_for(s.launch, s.output / LAUNCHES)
     terminal.run_live(out, trajectories, s.jobs, s.timeout, accept, resumes, launcher)
@@ -104,7 +104,7 @@ def _record(s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint], wri
         return replace(as_run, started_from=_started_from(t, left))
     if t.observe is None or t.observe.stop is None or t.status != DONE or written:  # written: no one's input now
         return as_run
-    stopped = _stopped(observation.read_all(t.observe.record))
+    stopped = script_judge.stopped(observation.read_all(t.observe.record))
     found = vet.vet(script_plan.checkpoint_of(s, t.output, stopped), advise=False)  # --observe takes no --allow-*
     check = CheckedCheckpoint(str(found.path), str(found.verdict), found.line())
     return replace(as_run, checkpoint_files=tuple(f.entry() for f in found.files), check=check)
@@ -119,8 +119,3 @@ def _started_from(t: Trajectory, left: dict[str, inputs.Fingerprint]) -> dict[st
         "copy_of": str(t.copy_of) if t.copy_of is not None else None,
         "sha256": source.sha256 if source is not None else None,
     }
-
-
-def _stopped(seen: dict[int | None, observation.Observation]) -> int:
-    """The last update an interrupted run completed, from its first rank's record (the launcher's, if any)."""
-    return script_plan.stopped_at(script_plan.first_rank(seen))
