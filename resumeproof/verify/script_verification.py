@@ -44,7 +44,7 @@ def verify(s: Settings, out: Console) -> Verification:
     error = next(iter(written.values()), None) or error  # a resume wrote its input: the likely cause of any failure
     if error is None:  # digests compare only between records made with the same fingerprints
         error = observation.comparable(seen for ranks in records.values() for seen in ranks.values())
-    result = _base(s, trajectories, error, set(written))
+    result = _base(s, trajectories, error, set(written), records)
     if error is None:
         result = result.judged(script_judge.evaluate(s, records))
         result.continuous_made = applies.overran(records[CONTINUOUS], s.steps)
@@ -88,14 +88,18 @@ def _repeats_itself(s: Settings, trajectories: list[Trajectory]) -> bool:
     return recorded.determinism(read[CONTINUOUS], read[REPEAT], s.atol)[0].deterministic is not False
 
 
-def _base(s: Settings, trajectories: list[Trajectory], error: str | None, written: set[str]) -> Verification:
+def _base(
+    s: Settings, trajectories: list[Trajectory], error: str | None, written: set[str], records: script_judge.Records
+) -> Verification:
     left = {t.name: t.left for t in trajectories if t.left is not None}
-    ran_as = {t.name: _record(s, t, left, t.name in written) for t in trajectories}
+    ran_as = {t.name: _record(s, t, left, t.name in written, records) for t in trajectories}
     # The verifier's environment: the trainer writes no meta to read its own from.
     return Verification.asked(s, observation.FORMAT, environment.of({}), ran_as, error)
 
 
-def _record(s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint], written: bool) -> TrajectoryRecord:
+def _record(
+    s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint], written: bool, records: script_judge.Records
+) -> TrajectoryRecord:
     """A process as it ran; for a resume, what it started from; for an interrupted run that left its checkpoint,
     what `check` says of that checkpoint, which the resumes loaded as the script's own (the verdict never rests
     on it), unless a resume wrote into it (the error names the file)."""
@@ -104,7 +108,7 @@ def _record(s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint], wri
         return replace(as_run, started_from=_started_from(t, left))
     if t.observe is None or t.observe.stop is None or t.status != DONE or written:  # written: no one's input now
         return as_run
-    stopped = script_judge.stopped(observation.read_all(t.observe.record))
+    stopped = script_judge.stopped(records[t.name])  # read once, in verify
     found = vet.vet(script_plan.checkpoint_of(s, t.output, stopped), advise=False)  # --observe takes no --allow-*
     check = CheckedCheckpoint(str(found.path), str(found.verdict), found.line())
     return replace(as_run, checkpoint_files=tuple(f.entry() for f in found.files), check=check)
