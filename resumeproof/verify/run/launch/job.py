@@ -1,8 +1,8 @@
 """What a scheduler's job runs: one command line, its output appended to the trajectory's log, each start counted.
 
-Standard library only: submitit's job imports it (it unpickles `run` by reference), Ray's job runs it as a file. Every start
-appends a line to the `starts` file first, so that a job the scheduler ran twice (a requeue, a retry) says so
-whatever the scheduler reports.
+Standard library only: submitit's job imports it (it unpickles `run` by reference), Ray's job runs it as a file.
+Every start appends a line to the `starts` file first, so that a job the scheduler ran twice (a requeue, a retry)
+says so whatever the scheduler reports.
 """
 
 import os
