@@ -102,10 +102,13 @@ class Ray:
             print(f"could not stop Ray job {sid} at {self.address or 'the local cluster'}: {err}", file=sys.stderr)
 
     def _ended(self, sid: str) -> bool:
+        """Whether a stopped job is through. Ray cannot stop a job it has not scheduled (its stop waits in the queue
+        with it): a PENDING job counts as ended, it never ran."""
         try:
-            return bool(self.client.get_job_status(sid).is_terminal())
+            status = self.client.get_job_status(sid)
         except (OSError, RuntimeError):  # the cluster gone: its jobs with it
             return True
+        return bool(status.is_terminal() or status == JobStatus.PENDING)
 
     def _call(self, doing: str, call: Any) -> Any:
         """`call()`, its failures one line naming the cluster's address (`doing`: what the verifier asked of Ray)."""
