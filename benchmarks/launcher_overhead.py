@@ -11,6 +11,7 @@ and the seconds `ray start --head` took. This prints figures; it asserts nothing
 
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -23,11 +24,20 @@ from benchmarks.helpers import PY, timed
 ARGS = ["--steps", "6", "--interrupt-at", "3", "--faults", "model", "--jobs", "2"]
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` ports nothing listens on now (held together, so that they differ; as tests/conftest.py)."""
+    held = [socket.socket() for _ in range(count)]
+    for s in held:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in held]
+    for s in held:
+        s.close()
+    return ports
+
+
 def ray_head(temp: str) -> tuple[subprocess.Popen, str, float]:
     """A Ray head of 2 CPUs in its own session: the process, its dashboard's address, the seconds until it answered."""
     from ray.job_submission import JobSubmissionClient
-
-    from tests.conftest import free_ports
 
     gcs, dashboard, agent, client, metrics = free_ports(5)
     argv = ["ray", "start", "--head", "--block", "--port", str(gcs), "--dashboard-port", str(dashboard)]
