@@ -1,9 +1,11 @@
 """Fixtures shared by the whole suite: one trained checkpoint reused by many tests, a Ray cluster."""
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +28,7 @@ def continuous_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory) -> Iterator[str]:
+def ray_cluster() -> Iterator[str]:
     """A real Ray cluster on this machine (a head of 2 CPUs, no GPU, the dashboard the Jobs API needs): its dashboard's
     address. One per worker that asks for it: the Ray tests share one xdist group ("ray"). Started with `ray start
     --block` in its own session, so that the end of the session ends this cluster (its process group), not another's
@@ -35,7 +37,9 @@ def ray_cluster(tmp_path_factory) -> Iterator[str]:
 
     ports = free_ports(5)
     gcs, dashboard, agent, client, metrics = ports
-    temp = tmp_path_factory.mktemp("ray")
+    # Ray's unix sockets lie under its temp dir and a socket's path has at most 107 bytes: under an xdist worker's
+    # base temp (.../pytest-N/popen-gw0/ray0/session_<date>_<pid>/sockets/...) it is too long: the head never comes up
+    temp = Path(tempfile.mkdtemp(prefix="rp-ray-"))
     argv = ["ray", "start", "--head", "--block", "--port", str(gcs), "--dashboard-port", str(dashboard)]
     argv += ["--dashboard-agent-listen-port", str(agent), "--ray-client-server-port", str(client)]
     argv += ["--metrics-export-port", str(metrics), "--num-cpus", "2", "--num-gpus", "0", "--include-dashboard=true"]
@@ -66,6 +70,7 @@ def ray_cluster(tmp_path_factory) -> Iterator[str]:
                     break
                 except subprocess.TimeoutExpired:
                     continue
+            shutil.rmtree(temp, ignore_errors=True)  # the cluster's own files, this fixture's only
 
 
 def free_ports(count: int) -> list[int]:
