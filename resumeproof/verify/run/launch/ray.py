@@ -29,7 +29,7 @@ class Ray:
     """Submits each command as one job to a Ray cluster and follows it; `close` stops every job still out."""
 
     def __init__(self, launch: Launch, folder: Path, client: Any = None) -> None:
-        self.launch_ = launch
+        self.asks = launch
         self.folder = folder
         self.address = launch.ray_address or os.environ.get(RAY_ADDRESS_ENV) or ""
         self.client = client or _client(self.address)
@@ -48,8 +48,8 @@ class Ray:
             "submit",
             lambda: self.client.submit_job(
                 entrypoint=shlex.join(entry),
-                entrypoint_num_cpus=self.launch_.cpus_per_job,
-                entrypoint_num_gpus=self.launch_.gpus_per_job,
+                entrypoint_num_cpus=self.asks.cpus_per_job,
+                entrypoint_num_gpus=self.asks.gpus_per_job,
                 runtime_env={"env_vars": set_},
             ),
         )
