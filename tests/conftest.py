@@ -1,5 +1,13 @@
-"""Fixtures shared by the whole suite: one trained checkpoint reused by many tests."""
+"""Fixtures shared by the whole suite: one trained checkpoint reused by many tests, a Ray cluster."""
 
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,3 +25,60 @@ def interrupted_run(tmp_path_factory) -> Path:
 def continuous_run(tmp_path_factory) -> Path:
     """A train.py run of 10 steps: across the epoch boundary at 6."""
     return trained(tmp_path_factory, "continuous", 10)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """A real Ray cluster on this machine (a head of 2 CPUs, no GPU, the dashboard the Jobs API needs): its dashboard's
+    address. One per worker that asks for it: the Ray tests share one xdist group ("ray"). Started with `ray start
+    --block` in its own session, so that the end of the session ends this cluster (its process group), not another's
+    (`ray stop` would stop every cluster of the user)."""
+    from ray.job_submission import JobSubmissionClient
+
+    ports = free_ports(5)
+    gcs, dashboard, agent, client, metrics = ports
+    # Ray's unix sockets lie under its temp dir and a socket's path has at most 107 bytes: under an xdist worker's
+    # base temp (.../pytest-N/popen-gw0/ray0/session_<date>_<pid>/sockets/...) it is too long: the head never comes up
+    temp = Path(tempfile.mkdtemp(prefix="rp-ray-"))
+    argv = ["ray", "start", "--head", "--block", "--port", str(gcs), "--dashboard-port", str(dashboard)]
+    argv += ["--dashboard-agent-listen-port", str(agent), "--ray-client-server-port", str(client)]
+    argv += ["--metrics-export-port", str(metrics), "--num-cpus", "2", "--num-gpus", "0", "--include-dashboard=true"]
+    argv += ["--object-store-memory", str(100 * 2**20), "--disable-usage-stats", "--temp-dir", str(temp)]
+    with open(temp / "ray-start.log", "wb") as log:
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        head = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        address = f"http://127.0.0.1:{dashboard}"
+        try:
+            waited = threading.Event()
+            for _ in range(240):  # up to a minute: about 9 s on 2 idle cores
+                assert head.poll() is None, (temp / "ray-start.log").read_text()
+                try:
+                    JobSubmissionClient(address).list_jobs()
+                    break
+                except (OSError, RuntimeError, ValueError):
+                    waited.wait(0.25)
+            else:
+                pytest.fail(f"no Ray cluster at {address} within a minute: {(temp / 'ray-start.log').read_text()}")
+            yield address
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(head.pid, signum)
+                    head.wait(timeout=5)  # `ray start --block` can take 30 s to end on SIGTERM: then SIGKILL
+                    break
+                except ProcessLookupError:
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            shutil.rmtree(temp, ignore_errors=True)  # the cluster's own files, this fixture's only
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` ports nothing listens on now (held together, so that they differ)."""
+    held = [socket.socket() for _ in range(count)]
+    for s in held:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in held]
+    for s in held:
+        s.close()
+    return ports

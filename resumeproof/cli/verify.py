@@ -143,8 +143,8 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run", "epochs")
     type=click.Choice(launchers.LAUNCHERS),
     default=launchers.LOCAL,
     show_default=True,
-    help="Where the trajectories run: processes here, or one Slurm job each through submitit (the 'cluster' extra; "
-    "--output must be on a file system every node sees: docs/cluster.md).",
+    help="Where the trajectories run: processes here, one Slurm job each through submitit, or one Ray job each (the "
+    "'cluster' extra; --output must be on a file system every node sees: docs/cluster.md).",
 )
 @click.option(
     "--slurm-partition", metavar="NAME", help="With --launcher slurm: the partition.  [default: the cluster's]"
@@ -157,6 +157,13 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run", "epochs")
     metavar="MINUTES",
     help="With --launcher slurm: each job's time limit.  [default: the partition's]",
 )
+@click.option(
+    "--ray-address",
+    metavar="URL",
+    help="With --launcher ray: the cluster's dashboard, e.g. http://head:8265.  [default: $RAY_ADDRESS]",
+)
+@click.option("--ray-cpus-per-job", type=float, default=1, show_default=True, help="With --launcher ray: CPUs.")
+@click.option("--ray-gpus-per-job", type=float, default=0, show_default=True, help="With --launcher ray: GPUs.")
 @click.option(
     "--junit-xml",
     type=click.Path(path_type=Path),
@@ -200,6 +207,9 @@ def run_verify(
     slurm_nodes,
     slurm_gpus_per_node,
     slurm_time,
+    ray_address,
+    ray_cpus_per_job,
+    ray_gpus_per_job,
     junit_xml,
     summary_md,
     debug,
@@ -249,10 +259,13 @@ def run_verify(
                 nodes=slurm_nodes,
                 gpus_per_node=slurm_gpus_per_node,
                 minutes=slurm_time,
+                ray_address=ray_address,
+                cpus_per_job=ray_cpus_per_job,
+                gpus_per_job=ray_gpus_per_job,
             ),
         )
     )
-    missing = launchers.missing_submitit() if launcher == launchers.SLURM else None
+    missing = launchers.missing(launcher)
     if missing:
         raise click.UsageError(missing)
     if plot:

@@ -14,7 +14,7 @@ from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import MODEL, PART_NAME
 from resumeproof.verify.plan.points import CHECKPOINTS, EPOCHS
-from resumeproof.verify.run.launch import LAUNCHERS, LOCAL, LOCAL_LAUNCH, Launch
+from resumeproof.verify.run.launch import LAUNCHERS, LOCAL_LAUNCH, RAY, SLURM, Launch
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
@@ -73,7 +73,7 @@ class Settings:
     from_checkpoints: bool = False  # --interrupt-at checkpoints: after each update the continuous run saved at
     epochs: int = 0  # --epochs E: fills {epochs}; N (steps 0 until then) is read off the continuous run
     epoch_updates: int = 0  # with --epochs: updates per epoch, N / E, read off the continuous run (0 until then)
-    launch: Launch = LOCAL_LAUNCH  # where the trajectories run: --launcher and its --slurm-* flags (docs/cluster.md)
+    launch: Launch = LOCAL_LAUNCH  # where the trajectories run: --launcher, --slurm-*, --ray-* (docs/cluster.md)
 
     def __post_init__(self) -> None:
         if not (self.epochs and self.steps == 0):  # with --epochs, N is unknown until the continuous run ends
@@ -155,24 +155,36 @@ def _check_script(s: Settings) -> None:
 
 
 def _check_launch(launch: Launch) -> None:
-    """A launcher this verifier knows, and --slurm-* flags only for Slurm, each within its range."""
+    """A launcher this verifier knows, and --slurm-* / --ray-* flags only for their launcher, each within its range."""
     if launch.launcher not in LAUNCHERS:
         raise SettingsError("--launcher", f"{launch.launcher!r}: one of {', '.join(LAUNCHERS)}")
-    slurm = {
-        "--slurm-partition": launch.partition != LOCAL_LAUNCH.partition,
-        "--slurm-nodes": launch.nodes != LOCAL_LAUNCH.nodes,
-        "--slurm-gpus-per-node": launch.gpus_per_node != LOCAL_LAUNCH.gpus_per_node,
-        "--slurm-time": launch.minutes != LOCAL_LAUNCH.minutes,
+    own = {
+        SLURM: {
+            "--slurm-partition": launch.partition != LOCAL_LAUNCH.partition,
+            "--slurm-nodes": launch.nodes != LOCAL_LAUNCH.nodes,
+            "--slurm-gpus-per-node": launch.gpus_per_node != LOCAL_LAUNCH.gpus_per_node,
+            "--slurm-time": launch.minutes != LOCAL_LAUNCH.minutes,
+        },
+        RAY: {
+            "--ray-address": launch.ray_address != LOCAL_LAUNCH.ray_address,
+            "--ray-cpus-per-job": launch.cpus_per_job != LOCAL_LAUNCH.cpus_per_job,
+            "--ray-gpus-per-job": launch.gpus_per_job != LOCAL_LAUNCH.gpus_per_job,
+        },
     }
-    given = [flag for flag, differs in slurm.items() if differs]
-    if launch.launcher == LOCAL and given:
-        raise SettingsError(given[0], "applies only with --launcher slurm (docs/cluster.md)")
+    for launcher, flags in own.items():
+        given = [flag for flag, differs in flags.items() if differs]
+        if launch.launcher != launcher and given:
+            raise SettingsError(given[0], f"applies only with --launcher {launcher} (docs/cluster.md)")
     if launch.partition is not None and not launch.partition.strip():
         raise SettingsError("--slurm-partition", "is empty")
     at_least("--slurm-nodes", launch.nodes, 1)
     at_least("--slurm-gpus-per-node", launch.gpus_per_node, 0)
     if launch.minutes is not None:
         at_least("--slurm-time", launch.minutes, 1)
+    if launch.ray_address is not None and not launch.ray_address.strip():
+        raise SettingsError("--ray-address", "is empty")
+    at_least("--ray-cpus-per-job", launch.cpus_per_job, 0)
+    at_least("--ray-gpus-per-job", launch.gpus_per_job, 0)
 
 
 def _check_not_from_run(resume_from_run: bool) -> None:

@@ -58,11 +58,13 @@ def grow(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory):
+def pair(tmp_path_factory, ray_cluster):
     """DDP at 2 processes throughout, short, with the rank-local faults: the observer's records compared rank by
-    rank (at the same number of processes)."""
+    rank (at the same number of processes). Each trajectory a Ray job on the local head (issue 31: the world-size
+    matrix through Ray; `grow` stays local processes)."""
     faults = ("--faults", "other-ranks.data,other-ranks.rng", "--steps", "4", "--interrupt-at", "2")
-    return verification(tmp_path_factory, "pair", "--train-cmd", command(2), *faults)
+    ray = ("--launcher", "ray", "--ray-address", ray_cluster)
+    return verification(tmp_path_factory, "pair", "--train-cmd", command(2), *faults, *ray)
 
 
 @pytest.fixture(scope="module")
@@ -96,9 +98,11 @@ def test_a_data_position_or_generators_restored_on_rank_0_only_are_caught_by_the
     assert doc["blind_to"] == []
 
 
+@pytest.mark.xdist_group("ray")  # the worker that holds the Ray tests' cluster
 def test_a_part_lost_on_the_ranks_other_than_0_alone_is_named_from_their_first_resumed_update(pair):
     proc, doc, out = pair
     assert proc.returncode == 0, proc.stderr
+    assert {t["ran_on"]["launcher"] for t in doc["trajectories"].values()} == {"ray"}
     assert sorted(p.name for p in (out / "observed").glob("fault-other-ranks.data.rank-*.json")) == [
         "fault-other-ranks.data.rank-0.json",
         "fault-other-ranks.data.rank-1.json",

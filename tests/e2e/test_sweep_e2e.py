@@ -30,8 +30,11 @@ def trainer_cmd(script: str) -> str:
     return shlex.join([sys.executable, "-B", str(TRAINERS / script)])
 
 
-def test_every_omitted_part_is_caught(tmp_path):
-    proc, doc = verify(tmp_path / "run", "--faults", "all")
+@pytest.mark.xdist_group("ray")  # through the Ray launcher (issue 31): the worker that holds the Ray tests' cluster
+def test_every_omitted_part_is_caught(tmp_path, ray_cluster):
+    """The fault matrix, each trajectory a Ray job on a local head (docs/cluster.md): the verdicts and diagnoses of
+    local processes (tests/e2e/test_launcher_ray.py compares the two on a smaller matrix)."""
+    proc, doc = verify(tmp_path / "run", "--faults", "all", "--launcher", "ray", "--ray-address", ray_cluster)
     assert proc.returncode == 0, proc.stderr
     assert list(doc["faults"]) == list(STANDARD_PARTS)  # what the trainer declares in one process (meta.parts)
     assert doc["parts"] == list(STANDARD_PARTS)
@@ -51,6 +54,7 @@ def test_every_omitted_part_is_caught(tmp_path):
     assert doc["faults"]["model"]["diagnosis"]["rule"] == "first-update"
     assert not any(fault["identical_to_full_resume"] for fault in doc["faults"].values())
     assert contradictions(doc, faults_all=True) == []
+    assert {t["ran_on"]["launcher"] for t in doc["trajectories"].values()} == {"ray"}
 
 
 @pytest.fixture(scope="module")

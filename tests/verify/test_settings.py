@@ -222,6 +222,13 @@ def test_an_epoch_pattern_without_epochs_is_refused_by_the_command_before_anythi
             Launch(launcher="slurm", gpus_per_node=-1),
         ),
         (("--launcher", "slurm", "--slurm-time", "0"), "--slurm-time", Launch(launcher="slurm", minutes=0)),
+        (("--ray-address", "http://h:8265"), "--ray-address", Launch(ray_address="http://h:8265")),  # Ray's, local
+        (("--launcher", "ray", "--slurm-nodes", "2"), "--slurm-nodes", Launch(launcher="ray", nodes=2)),  # Slurm's, Ray
+        (
+            ("--launcher", "ray", "--ray-gpus-per-job", "-1"),
+            "--ray-gpus-per-job",
+            Launch(launcher="ray", gpus_per_job=-1),
+        ),
     ],
 )
 def test_the_command_and_the_settings_refuse_the_same_launches(tmp_path, args, flag, launch):
@@ -232,6 +239,6 @@ def test_the_command_and_the_settings_refuse_the_same_launches(tmp_path, args, f
 
 
 def test_a_launcher_the_verifier_does_not_know_is_refused_by_the_settings():
-    with pytest.raises(SettingsError, match="'ray': one of local, slurm") as refused:
-        Settings(**{**VERIFY, "launch": Launch(launcher="ray")})
+    with pytest.raises(SettingsError, match="'kubernetes': one of local, slurm, ray") as refused:
+        Settings(**{**VERIFY, "launch": Launch(launcher="kubernetes")})
     assert refused.value.flag == "--launcher"

@@ -2,7 +2,8 @@
 
 Every launcher runs one command line to its end with the trajectory's environment and log, and reports its exit code
 with where it ran (`Placement`, recorded in verification.json). `local` (local.py) starts a process on this machine;
-`slurm` (slurm.py) submits one Slurm job per command through submitit, imported only when asked for (docs/cluster.md).
+`slurm` (slurm.py) submits one Slurm job per command through submitit, `ray` (ray.py) one Ray job through Ray's Jobs
+API; each imported only when asked for (docs/cluster.md).
 """
 
 from pathlib import Path
@@ -14,6 +15,8 @@ from resumeproof.verify.run.launch.seam import (
     LAUNCHES,
     LOCAL,
     LOCAL_LAUNCH,
+    RAY,
+    RAY_ADDRESS_ENV,
     SLURM,
     SUBMITIT_CLUSTER_ENV,
     Launch,
@@ -29,6 +32,8 @@ __all__ = [
     "LAUNCHES",
     "LOCAL",
     "LOCAL_LAUNCH",
+    "RAY",
+    "RAY_ADDRESS_ENV",
     "SLURM",
     "SUBMITIT_CLUSTER_ENV",
     "Launch",
@@ -37,6 +42,7 @@ __all__ = [
     "Launcher",
     "Placement",
     "launcher_for",
+    "missing",
     "missing_submitit",
 ]
 
@@ -45,6 +51,10 @@ def launcher_for(launch: Launch, folder: Path) -> Launcher:
     """The launcher `launch` asks for; a scheduler's files (submitit's pickles and logs) go under `folder`."""
     if launch.launcher == LOCAL:
         return Local()
+    if launch.launcher == RAY:
+        from resumeproof.verify.run.launch.ray import Ray
+
+        return Ray(launch, folder)
     from resumeproof.verify.run.launch.slurm import Slurm
 
     return Slurm(launch, folder)
@@ -52,8 +62,14 @@ def launcher_for(launch: Launch, folder: Path) -> Launcher:
 
 def missing_submitit() -> str | None:
     """Why --launcher slurm cannot run here (submitit is not installed), or None."""
+    return missing(SLURM)
+
+
+def missing(launcher: str) -> str | None:
+    """Why `launcher` cannot run here (the package it submits through is not installed), or None."""
     import importlib.util
 
-    if importlib.util.find_spec("submitit") is None:
-        return f"--launcher slurm needs submitit, the 'cluster' extra: {INSTALL}"
+    package = {SLURM: "submitit", RAY: "ray"}.get(launcher)
+    if package is not None and importlib.util.find_spec(package) is None:
+        return f"--launcher {launcher} needs {package}, the 'cluster' extra: {INSTALL}"
     return None

@@ -1,8 +1,8 @@
 """What a scheduler's job runs: one command line, its output appended to the trajectory's log, each start counted.
 
-Standard library only, imported by the job's own interpreter (submitit unpickles `run` by reference). Every start
-appends a line to the `starts` file first, so that a job the scheduler ran twice (a requeue, a retry) says so
-whatever the scheduler reports.
+Standard library only: submitit's job imports it (it unpickles `run` by reference), Ray's job runs it as a file.
+Every start appends a line to the `starts` file first, so that a job the scheduler ran twice (a requeue, a retry)
+says so whatever the scheduler reports.
 """
 
 import os
@@ -65,3 +65,22 @@ def started(starts: str) -> list[tuple[str, str]]:
             return [tuple(line.rstrip("\n").split("\t", 1)) for line in mark if line.strip()]  # type: ignore[misc]
     except FileNotFoundError:
         return []
+
+
+def main(args: list[str]) -> int:
+    """`python job.py LOG STARTS [UNSET ...] -- ARGV...`: what a scheduler that runs a command line (not a pickled
+    function: Ray's Jobs API) runs. Run as a file, not a module, so that the node needs no resumeproof on its path;
+    the variables the trajectory sets come in the job's environment, the names it removes before `--`."""
+    split = args.index("--")
+    (log, starts, *unset), argv = args[:split], args[split + 1 :]
+    made: Changes | None = ({}, tuple(unset)) if unset else None
+    return run(argv, log, made, starts)
+
+
+if __name__ == "__main__":
+    import sys
+
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # stopped (SIGTERM): the command already killed in `run`
+        sys.exit(128 + signal.SIGTERM)

@@ -6,8 +6,9 @@ from typing import Any, Protocol
 
 from resumeproof.common.errors import ResumeproofError
 
-LOCAL, SLURM = "local", "slurm"
-LAUNCHERS = (LOCAL, SLURM)
+LOCAL, SLURM, RAY = "local", "slurm", "ray"
+LAUNCHERS = (LOCAL, SLURM, RAY)
+RAY_ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable: the cluster --launcher ray submits to without --ray-address
 LAUNCHES = "launches"  # under --output: a scheduler's own files (submitit's pickles and logs) and each job's starts
 INSTALL = "python -m pip install 'resumeproof[cluster]'"
 # Test-only: "local" runs the same submitit jobs as processes on this machine (submitit's LocalExecutor).
@@ -20,13 +21,16 @@ class LaunchError(ResumeproofError):
 
 @dataclass(frozen=True, kw_only=True)
 class Launch:
-    """Where the trajectories run (--launcher and the --slurm-* flags; checked by verify/settings.py)."""
+    """Where the trajectories run (--launcher, the --slurm-* and --ray-* flags; checked by verify/settings.py)."""
 
     launcher: str = LOCAL
     partition: str | None = None  # --slurm-partition (None: the cluster's default)
     nodes: int = 1  # --slurm-nodes: the command runs once, on the allocation's first node
     gpus_per_node: int = 0  # --slurm-gpus-per-node
     minutes: int | None = None  # --slurm-time: each job's time limit (None: the partition's default)
+    ray_address: str | None = None  # --ray-address: the cluster's dashboard (None: RAY_ADDRESS, or Ray's default)
+    cpus_per_job: float = 1  # --ray-cpus-per-job: entrypoint_num_cpus (how many jobs a node runs at once)
+    gpus_per_job: float = 0  # --ray-gpus-per-job: entrypoint_num_gpus
 
 
 LOCAL_LAUNCH = Launch()

@@ -1,0 +1,139 @@
+"""Verifications through `--launcher ray` against a real Ray cluster on this machine (the `ray_cluster` fixture:
+`ray start --head`, 2 CPUs, the dashboard the Jobs API needs) give what `--launcher local` gives: the reference
+trainer, a DDP trainer interrupted at 1 process and resumed at 2, an unmodified script through --observe. One
+verification per case and launcher, shared by the assertions; Ctrl-C, a lost cluster and a job that never starts."""
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+from ray.job_submission import JobStatus, JobSubmissionClient
+
+from tests.conftest import free_ports
+from tests.e2e.test_launcher_slurm import VERIFY, judged, running
+from tests.helpers import TRAINERS, command, run_verify, verification
+
+pytestmark = pytest.mark.xdist_group("ray")  # one worker, one cluster
+
+REFERENCE = ("--steps", "6", "--interrupt-at", "3", "--faults", "model", "--jobs", "2")
+DDP = ("--train-cmd", command(1), "--resume-cmd", command(2), "--steps", "4", "--interrupt-at", "2", "--jobs", "2")
+DDP_FAULTS = ("--faults", "other-ranks.data,other-ranks.rng")
+LOOP = shlex.join([sys.executable, "-B", str(TRAINERS / "out_dir_loop.py"), str(TRAINERS / "out_dir_loop_config.py")])
+SCRIPT = (
+    *("--observe", "--steps", "6", "--interrupt-at", "3", "--jobs", "2", "--resume-from-run"),
+    *("--train-cmd", f"{LOOP} --out_dir={{run}} --max_iters={{steps}}", "--checkpoint", "{run}/ckpt.pt"),
+    *("--resume-cmd", f"{LOOP} --out_dir={{run}} --max_iters={{steps}} --init_from=resume"),
+)
+
+
+def through_ray(tmp_path_factory, address: str, name: str, *args: str):
+    return verification(tmp_path_factory, name, *args, "--launcher", "ray", "--ray-address", address)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, ray_cluster):
+    local = verification(tmp_path_factory, "local", *REFERENCE)
+    return local, through_ray(tmp_path_factory, ray_cluster, "ray", *REFERENCE)
+
+
+@pytest.fixture(scope="module")
+def script(tmp_path_factory, ray_cluster):
+    local = verification(tmp_path_factory, "script-local", *SCRIPT)
+    return local, through_ray(tmp_path_factory, ray_cluster, "script-ray", *SCRIPT)
+
+
+def test_ray_jobs_give_the_verdicts_and_diagnoses_of_local_processes(reference):
+    (local_proc, local_doc, _), (ray_proc, ray_doc, _) = reference
+    assert local_proc.returncode == 0, local_proc.stderr
+    assert ray_proc.returncode == 0, ray_proc.stderr
+    assert judged(ray_doc) == judged(local_doc)
+    assert judged(ray_doc)["faults"]["model"][0] and judged(ray_doc)["no_rng"] == "divergent"  # caught, both
+
+
+def test_each_trajectory_records_the_ray_job_it_ran_as_once(reference, ray_cluster):
+    _, (_, doc, _) = reference
+    placed = [t["ran_on"] for t in doc["trajectories"].values()]
+    assert placed and all(p["launcher"] == "ray" and p["attempts"] == 1 and p["host"] for p in placed)
+    ids = {p["job_id"] for p in placed}
+    assert len(ids) == len(placed)  # one job each, each known to the cluster as succeeded
+    jobs = {j.submission_id: j.status for j in JobSubmissionClient(ray_cluster).list_jobs()}
+    assert {jobs[i] for i in ids} == {JobStatus.SUCCEEDED}
+
+
+def test_an_unmodified_script_observed_through_ray_is_judged_as_locally(script):
+    (local_proc, local_doc, _), (ray_proc, ray_doc, _) = script
+    assert local_proc.returncode == 0, local_proc.stderr
+    assert ray_proc.returncode == 0, ray_proc.stderr
+    assert {t["ran_on"]["launcher"] for t in ray_doc["trajectories"].values()} == {"ray"}
+    assert judged(ray_doc) == judged(local_doc)
+
+
+def test_a_ddp_run_interrupted_at_1_process_resumes_exactly_at_2_through_ray(tmp_path_factory, ray_cluster):
+    """The expectations tests/e2e/test_distributed.py holds a local run to (`grow`), here through Ray jobs."""
+    proc, doc, _ = through_ray(tmp_path_factory, ray_cluster, "ddp-ray", *DDP, *DDP_FAULTS)
+    assert proc.returncode == 0, proc.stderr
+    assert doc["positive"] and doc["comparison"]["full_resume"]["verdict"] == "concordant"
+    for part in ("other-ranks.data", "other-ranks.rng"):
+        fault = doc["faults"][part]
+        assert fault["detected"] and not fault["identical_to_full_resume"], part
+        assert "history.loss" in fault["caught_by"], part  # rank 1 trained on other rows, other noise
+    assert {t["ran_on"]["launcher"] for t in doc["trajectories"].values()} == {"ray"}
+
+
+def test_a_lost_cluster_is_exit_2_with_one_line_naming_the_address(tmp_path):
+    (port,) = free_ports(1)
+    address = f"http://127.0.0.1:{port}"
+    proc = run_verify("--output", str(tmp_path / "v"), *REFERENCE, "--launcher", "ray", "--ray-address", address)
+    said = [line for line in proc.stderr.splitlines() if address in line]
+    assert proc.returncode == 2 and len(said) == 1 and f"no Ray cluster at {address}" in said[0], proc.stderr
+
+
+def test_a_job_that_never_starts_is_exit_2_after_the_timeout_with_rays_word(tmp_path, ray_cluster):
+    """One GPU asked of a cluster that has none: Ray keeps the job PENDING, and says why."""
+    argv = ("--output", str(tmp_path / "v"), *REFERENCE, "--launcher", "ray", "--ray-address", ray_cluster)
+    proc = run_verify(*argv, "--ray-gpus-per-job", "1", "--timeout", "3")
+    assert proc.returncode == 2, proc.stderr
+    assert "never started within --timeout 3 s: status PENDING: Job has not started yet" in proc.stderr
+
+
+def test_ctrl_c_stops_every_job_and_leaves_nothing_running(tmp_path, ray_cluster):
+    """Two jobs of a trainer that never ends (and a child it started), then Ctrl-C: no trainer, no child, no Ray job
+    left running."""
+    out = tmp_path / "run"
+    train = shlex.join([sys.executable, "-B", str(TRAINERS / "hanging.py")])
+    argv = [*VERIFY, "--output", str(out), "--steps", "4", "--interrupt-at", "2", "--jobs", "2", "--timeout", "300"]
+    proc = subprocess.Popen(
+        [*argv, "--launcher", "ray", "--ray-address", ray_cluster, "--train-cmd", train],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Ctrl-C as a terminal delivers it
+    )
+    files = [out / name / "pids" for name in ("continuous", "interrupted")]
+    pids: list[int] = []
+    try:
+        waited = threading.Event()
+        for _ in range(1200):  # both trainers started and wrote their pids (at most a minute)
+            if all(f.is_file() and len(f.read_text().split()) == 2 for f in files):
+                break
+            waited.wait(0.05)
+        pids = [int(pid) for f in files for pid in f.read_text().split()]
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+        for _ in range(200):
+            if not any(running(pid) for pid in pids):
+                break
+            waited.wait(0.05)
+        assert len(pids) == 4 and [pid for pid in pids if running(pid)] == []
+        jobs = JobSubmissionClient(ray_cluster).list_jobs()
+        assert [j.submission_id for j in jobs if j.status == JobStatus.RUNNING] == []
+    finally:
+        for pid in pids:  # only processes this test's trainers started, and only if still there
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
