@@ -1,9 +1,11 @@
 """The pytest plugin: a user's test proves a resume exact, fails with an actionable message, runs under xdist."""
 
+import os
 import subprocess
 import sys
 import textwrap
 
+from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV
 from tests.helpers import REPO, TRAINERS
 
 PROJECT = REPO / "examples" / "user_project"
@@ -84,3 +86,30 @@ def test_a_session_that_does_not_use_it_pays_nothing_for_it(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PLUGIN True" in proc.stdout  # registered through the entry point, no conftest
     assert "LOADED []" in proc.stdout  # and it brought in neither torch nor the verifier's libraries
+
+
+def test_a_users_test_verifies_through_a_launcher_and_reads_where_each_trajectory_ran(tmp_path):
+    """The fixture's options are the command's: `launcher="slurm"` sends every trajectory to submitit (its local
+    executor here, RESUMEPROOF_SUBMITIT_CLUSTER=local), and the typed result says where each one ran."""
+    trainer = f"{sys.executable} -B {REPO / 'train.py'}"
+    (tmp_path / "test_cluster.py").write_text(
+        textwrap.dedent(f"""
+            def test_resume(resume_verification):
+                result = resume_verification({trainer!r}, steps=4, interrupt_at=2, faults="model", launcher="slurm")
+                assert result, result.explanation
+                ran = {{name: t.ran_on for name, t in result.verification.trajectories.items()}}
+                assert ran and all(p.launcher.startswith("slurm") and p.attempts == 1 for p in ran.values()), ran
+                print("JOBS", len({{p.job_id for p in ran.values()}}))
+        """)
+    )
+    env = {**os.environ, SUBMITIT_CLUSTER_ENV: "local"}
+    proc = subprocess.run(
+        [sys.executable, "-B", "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "JOBS 5" in proc.stdout  # one job per trajectory: continuous, interrupted, resumed, no-RNG, the fault
