@@ -46,7 +46,7 @@ def verify(s: Settings, out: Console) -> Verification:
         error = observation.comparable(seen for ranks in records.values() for seen in ranks.values())
     result = _base(s, trajectories, error, set(written), records)
     if error is None:
-        result = result.judged(script_judge.evaluate(s, records))
+        result = result.judged(script_judge.evaluate(s, trajectories, records))
         result.continuous_made = applies.overran(records[CONTINUOUS], s.steps)
     result.write(s.output / "verification.json")
     return result

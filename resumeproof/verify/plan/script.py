@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resumeproof.common import observation
-from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG
+from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG, CheckId, CheckKind
 from resumeproof.verify.plan import checkpoints
+from resumeproof.verify.plan.expectation import Expect, Expectation
 from resumeproof.verify.plan.points import Epochs
 from resumeproof.verify.plan.trainer import OBSERVED, point_names
 from resumeproof.verify.run import inputs
@@ -92,7 +93,11 @@ def build(s: Settings) -> list[Trajectory]:
 def reference(s: Settings, name: str) -> Trajectory:
     """The continuous run, or a repeat of it (protocol.REPEATS), every update recorded."""
     watch = Observe(s.output / OBSERVED / name, checkpoints.records(s), values=s.atol > 0)
-    return _trajectory(s, name, s.train_cmd, watch)
+    t = _trajectory(s, name, s.train_cmd, watch)
+    if name != CONTINUOUS:
+        repeat = CheckId(kind=CheckKind.DETERMINISM, trajectory=name)
+        t.expectation = Expectation(kind=Expect.REPEAT, id=repeat, name=f"{name}: the continuous run again")
+    return t
 
 
 def interrupted(s: Settings) -> list[Trajectory]:
@@ -106,21 +111,26 @@ def interrupted(s: Settings) -> list[Trajectory]:
 
 
 def resumes(s: Settings, interrupted: Trajectory, k: int) -> list[Trajectory]:
-    """The resumes from an interrupted run that stopped after update `k`: the full resume, and from the primary
-    point the negative control and one fault per part. With --resume-from-run each runs in a copy of the
-    interrupted run's folder, made as it starts, and `{checkpoint}` names the checkpoint in that copy."""
+    """The resumes from an interrupted run that stopped after update `k`, each with what the judge holds it to
+    (verify/judge/script.py): the full resume concordant, and from the primary point the negative control (the
+    generators' setters blocked) and one fault per part (its restore blocked) divergent. With --resume-from-run each
+    runs in a copy of the interrupted run's folder, made as it starts, and `{checkpoint}` names the checkpoint in
+    that copy."""
     point = next(p for p in s.points if point_names(p, p == s.primary)[0] == interrupted.name)
     resumed = point_names(point, point == s.primary)[1]
-    runs: list[tuple[str, tuple[str, ...]]] = [(resumed, ())]
+    runs: list[tuple[CheckId, tuple[str, ...]]] = [(CheckId(kind=CheckKind.RESUME, trajectory=resumed), ())]
     if point == s.primary:
-        runs += [(RESUMED_NO_RNG, (observation.RNG_SETTERS,))]
-        runs += [(f"{FAULT_PREFIX}{part}", (part,)) for part in s.faults]
+        runs += [(CheckId(kind=CheckKind.NEGATIVE_CONTROL, trajectory=RESUMED_NO_RNG), (observation.RNG_SETTERS,))]
+        runs += [(CheckId(kind=CheckKind.FAULT, trajectory=f"{FAULT_PREFIX}{p}", part=p), (p,)) for p in s.faults]
     out = []
-    for name, block in runs:
+    for check, block in runs:
+        name = check.trajectory or ""
         watch = Observe(s.output / OBSERVED / name, f"1-{max(1, s.steps - k)}", block=block, values=s.atol > 0)
         checkpoint = checkpoint_of(s, s.output / name if s.resume_from_run else interrupted.output, k)
         t = _trajectory(s, name, s.resume_template, watch, checkpoint, (interrupted.name,))
         t.starts_from, t.copy_of = checkpoint, interrupted.output if s.resume_from_run else None
+        kind = Expect.CONCORDANT if check.kind is CheckKind.RESUME else Expect.DIVERGENT
+        t.expectation = Expectation(kind=kind, id=check, name=f"{name}: {kind.value}", part=check.part, resumed_at=k)
         out.append(t)
     return out
 
