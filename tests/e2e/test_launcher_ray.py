@@ -3,19 +3,16 @@
 trainer, a DDP trainer interrupted at 1 process and resumed at 2, an unmodified script through --observe. One
 verification per case and launcher, shared by the assertions; Ctrl-C, a lost cluster and a job that never starts."""
 
-import os
 import shlex
-import signal
-import subprocess
 import sys
-import threading
 
 import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
 
 from tests.conftest import free_ports
-from tests.e2e.test_launcher_slurm import VERIFY, judged, running
+from tests.e2e.test_launcher_slurm import judged
 from tests.helpers import TRAINERS, command, run_verify, verification
+from tests.interrupt import ctrl_c_during_two_trainers, running
 
 pytestmark = pytest.mark.xdist_group("ray")  # one worker, one cluster
 
@@ -103,37 +100,7 @@ def test_a_job_that_never_starts_is_exit_2_after_the_timeout_with_rays_word(tmp_
 def test_ctrl_c_stops_every_job_and_leaves_nothing_running(tmp_path, ray_cluster):
     """Two jobs of a trainer that never ends (and a child it started), then Ctrl-C: no trainer, no child, no Ray job
     left running."""
-    out = tmp_path / "run"
-    train = shlex.join([sys.executable, "-B", str(TRAINERS / "hanging.py")])
-    argv = [*VERIFY, "--output", str(out), "--steps", "4", "--interrupt-at", "2", "--jobs", "2", "--timeout", "300"]
-    proc = subprocess.Popen(
-        [*argv, "--launcher", "ray", "--ray-address", ray_cluster, "--train-cmd", train],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Ctrl-C as a terminal delivers it
-    )
-    files = [out / name / "pids" for name in ("continuous", "interrupted")]
-    pids: list[int] = []
-    try:
-        waited = threading.Event()
-        for _ in range(1200):  # both trainers started and wrote their pids (at most a minute)
-            if all(f.is_file() and len(f.read_text().split()) == 2 for f in files):
-                break
-            waited.wait(0.05)
-        pids = [int(pid) for f in files for pid in f.read_text().split()]
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=120)
-        for _ in range(200):
-            if not any(running(pid) for pid in pids):
-                break
-            waited.wait(0.05)
+    with ctrl_c_during_two_trainers(tmp_path / "run", "--launcher", "ray", "--ray-address", ray_cluster) as pids:
         assert len(pids) == 4 and [pid for pid in pids if running(pid)] == []
         jobs = JobSubmissionClient(ray_cluster).list_jobs()
         assert [j.submission_id for j in jobs if j.status == JobStatus.RUNNING] == []
-    finally:
-        for pid in pids:  # only processes this test's trainers started, and only if still there
-            if running(pid):
-                os.kill(pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()

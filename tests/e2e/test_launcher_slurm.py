@@ -3,17 +3,13 @@ submitit job, run here by submitit's local executor (RESUMEPROOF_SUBMITIT_CLUSTE
 runs the same job objects a Slurm cluster would. One verification per launcher, shared by the assertions."""
 
 import os
-import shlex
-import signal
-import subprocess
 import sys
-import threading
-from pathlib import Path
 
 import pytest
 
 from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV
-from tests.helpers import REPO, TRAINERS, verification
+from tests.helpers import REPO, verification
+from tests.interrupt import ctrl_c_during_two_trainers, running
 
 VERIFY = [sys.executable, "-B", str(REPO / "verify_resume.py")]
 
@@ -68,48 +64,8 @@ def test_local_processes_record_no_job(local):
     assert placed and all(p["launcher"] == "local" and p["job_id"] is None and p["attempts"] == 1 for p in placed)
 
 
-def running(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
 def test_ctrl_c_cancels_every_job_and_leaves_nothing_running(tmp_path):
     """Two jobs of a trainer that never ends (and a child it started), then Ctrl-C: no trainer, no child left."""
-    out = tmp_path / "run"
-    train = shlex.join([sys.executable, "-B", str(TRAINERS / "hanging.py")])
-    argv = [*VERIFY, "--output", str(out), "--steps", "4", "--interrupt-at", "2", "--jobs", "2", "--timeout", "300"]
     env = {**os.environ, SUBMITIT_CLUSTER_ENV: "local"}
-    proc = subprocess.Popen(
-        [*argv, "--launcher", "slurm", "--train-cmd", train],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Ctrl-C as a terminal delivers it
-    )
-    files = [out / name / "pids" for name in ("continuous", "interrupted")]
-    pids: list[int] = []
-    try:
-        waited = threading.Event()
-        for _ in range(1200):  # both trainers started and wrote their pids (at most a minute)
-            if all(f.is_file() and len(f.read_text().split()) == 2 for f in files):
-                break
-            waited.wait(0.05)
-        pids = [int(pid) for f in files for pid in f.read_text().split()]
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=120)
-        for _ in range(200):
-            if not any(running(pid) for pid in pids):
-                break
-            waited.wait(0.05)
+    with ctrl_c_during_two_trainers(tmp_path / "run", "--launcher", "slurm", env=env) as pids:
         assert len(pids) == 4 and [pid for pid in pids if running(pid)] == []
-    finally:
-        for pid in pids:  # only processes this test's trainers started, and only if still there
-            if running(pid):
-                os.kill(pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
