@@ -19,6 +19,7 @@ import pytest
 
 from tests.agreements import contradictions
 from tests.helpers import TRAINERS, read_verification, run_verify
+from tests.interrupt import running
 
 # One worker for the tests that read the proof (made once); the other verifications spread over both workers.
 PROOF = pytest.mark.xdist_group("verify_e2e-proof")
@@ -242,20 +243,11 @@ def test_timed_out_trainer_is_killed_with_its_children(tmp_path):
         assert [doc["trajectories"][name]["status"] for name in NAMES] == ["failed", "failed", "skipped", "skipped"]
         assert not (out / "resumed").exists()
         assert len(pids) == 4  # each of the two trajectories: the trainer and the child it started
-        assert [pid for pid in pids if _running(pid)] == []
+        assert [pid for pid in pids if running(pid)] == []
     finally:
         for pid in pids:  # only processes this test's trainers started, and only if still there
-            if _running(pid):
+            if running(pid):
                 os.kill(pid, signal.SIGKILL)
-
-
-def _running(pid: int) -> bool:
-    """True while `pid` exists and is not a zombie (killed, waiting for an absent reaper)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def test_existing_output_is_refused_and_left_untouched(tmp_path):
