@@ -124,6 +124,13 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run", "epochs")
     "per epoch are read off the continuous run, and {epoch} in --checkpoint is the 0-based index of the last epoch "
     "the interrupted run completed.",
 )
+@click.option(
+    "--reuse-runs",
+    type=click.Path(path_type=Path),
+    metavar="PREVIOUS",
+    help="Copy from the verification in PREVIOUS each run it made with the same command, settings and environment "
+    "from source files unchanged since (size and mtime), instead of running it again (docs/observe.md).",
+)
 @click.option("--plot", is_flag=True, help="Write DIR/verification.png (needs the 'plot' extra: matplotlib).")
 @click.option(
     "--allow-unsafe-pickle",
@@ -198,6 +205,7 @@ def run_verify(
     stop,
     resume_from_run,
     epochs,
+    reuse_runs,
     plot,
     allow_unsafe_pickle,
     allow_opaque,
@@ -253,6 +261,7 @@ def run_verify(
             resume_from_run=resume_from_run,
             from_checkpoints=interrupt_at == CHECKPOINTS,
             epochs=epochs or 0,
+            reuse_runs=reuse_runs,
             launch=launchers.Launch(
                 launcher=launcher,
                 partition=slurm_partition,

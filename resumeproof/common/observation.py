@@ -17,8 +17,8 @@ reads them. `restores` lists every generator restore (`torch.set_rng_state`, `nu
 `iterators` lists the updates in progress when the process made a new DataLoader iterator (where an epoch, or an
 evaluation loop, starts); `completed` counts the updates the process finished; `stopped` is K where STOP_ENV asked
 the observer to end the process after update K (the record of update K+1 then holds its inputs up to the step it
-never took); `blocked` lists the restores BLOCK_ENV turned into no-ops that the trainer called. The document is
-written again when the process exits.
+never took); `blocked` lists the restores BLOCK_ENV turned into no-ops that the trainer called; `sources` maps each
+file of the process's code to [size, mtime_ns] (verify/run/reuse.py). The document is written again at exit.
 
 This module is loaded by its path inside trainers that may not have this package installed (the observer's
 `sitecustomize`): it imports the standard library only.
@@ -66,7 +66,7 @@ BLOCKABLE = ("model", "optimizer", "scheduler", "scaler")  # the protocol's part
 VALUED = ((STEP, OPTIMIZER), (AFTER, PARAMS))
 # The fingerprints a record's digests were made with, by where the tensor lived: {"cpu": "xxh3-128" or "sha256",
 # "device": "pk128/1"}. Digests compare only between records made with the same ones.
-FINGERPRINT = "fingerprint"
+FINGERPRINT, SOURCES = "fingerprint", "sources"
 
 
 def record_file(base: str | Path, rank: int | None) -> Path:

@@ -18,6 +18,7 @@ import signal
 import sys
 import weakref
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -60,6 +61,7 @@ class Observer:
         self.scalers: weakref.WeakSet = weakref.WeakSet()
         self.averaged: weakref.WeakSet = weakref.WeakSet()  # EMA and SWA models: state no forward pass may show
         self.kit_generators: weakref.WeakSet = weakref.WeakSet()
+        self.sources: dict[str, list[int] | None] = {}  # SOURCES: each file once, when a write first sees it
 
     # -- what is recorded ------------------------------------------------------------------------------------
 
@@ -245,10 +247,26 @@ class Observer:
             "blocked": self.blocked,
             "iterators": sorted(self.iterators),
             self.o.FINGERPRINT: self.f.ALGORITHMS,
+            self.o.SOURCES: _sources(self.sources, Path(os.path.abspath(self.path)).parents[1]),
         }
         temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         temporary.write_text(json.dumps({**document, "failed": self.failed}, allow_nan=True))
         os.replace(temporary, self.path)  # the verifier reads a whole document or none
+
+
+def _sources(known: dict[str, list[int] | None], outputs: Path) -> dict[str, list[int] | None]:
+    """Every module file the process loaded, its script and each file its command line names (a dataset it opens is
+    not seen), with [size, mtime_ns] (None: gone), stat'ed once: what --reuse-runs re-stats. The verification's own
+    folder is its output, not code."""
+    loaded = [getattr(m, "__file__", None) for m in list(sys.modules.values())]  # torch.ops's is a bare name
+    named = [os.path.abspath(a) for a in sys.argv if os.path.isfile(a)]  # the script, a config the command names
+    for path in {p for p in loaded if isinstance(p, str) and os.path.isabs(p)}.union(named) - known.keys():
+        if not Path(path).is_relative_to(outputs):
+            try:
+                known[path] = [(stat := os.stat(path)).st_size, stat.st_mtime_ns]
+            except OSError:  # a module from a zip or a script that deleted itself: nothing to re-stat, never reused
+                known[path] = None
+    return known
 
 
 def _params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:

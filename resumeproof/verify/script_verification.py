@@ -17,7 +17,7 @@ from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.plan.trainer import OBSERVED
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
-from resumeproof.verify.run import environment, inputs, vet
+from resumeproof.verify.run import environment, inputs, reuse, vet
 from resumeproof.verify.run.launch import LAUNCHES, launcher_for
 from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
 from resumeproof.verify.settings import Settings, SettingsError
@@ -61,7 +61,7 @@ def _run(s: Settings, trajectories: list[Trajectory], out: Console) -> str | Non
         return script_plan.resumes(s, done, script_judge.stopped(observation.read_all(done.observe.record)))
 
     accept, launcher = (lambda done: script_plan.accept(s, done)), launcher_for(s.launch, s.output / LAUNCHES)
-    terminal.run_live(out, trajectories, s.jobs, s.timeout, accept, resumes, launcher)
+    terminal.run_live(out, trajectories, s.jobs, s.timeout, accept, resumes, launcher, reuse.reuser(s))
     return first_error(trajectories)
 
 

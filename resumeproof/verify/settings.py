@@ -74,6 +74,7 @@ class Settings:
     epochs: int = 0  # --epochs E: fills {epochs}; N (steps 0 until then) is read off the continuous run
     epoch_updates: int = 0  # with --epochs: updates per epoch, N / E, read off the continuous run (0 until then)
     launch: Launch = LOCAL_LAUNCH  # where the trajectories run: --launcher, --slurm-*, --ray-* (docs/cluster.md)
+    reuse_runs: Path | None = None  # an earlier verification whose identical runs are copied (verify/run/reuse.py)
 
     def __post_init__(self) -> None:
         if not (self.epochs and self.steps == 0):  # with --epochs, N is unknown until the continuous run ends
@@ -93,6 +94,7 @@ class Settings:
         if self.resume_cmd is not None:
             parse_train_cmd(self.resume_cmd, "--resume-cmd")
         _check_epochs(self)
+        _check_reuse(self)
         if self.script:
             _check_script(self)
         else:
@@ -192,6 +194,15 @@ def _check_not_from_run(resume_from_run: bool) -> None:
     of its own to resume from, nothing to copy."""
     if resume_from_run:
         raise SettingsError("--resume-from-run", FROM_RUN_NEEDS)
+
+
+def _check_reuse(s: Settings) -> None:
+    if s.reuse_runs is None:
+        return
+    if not s.observe:
+        raise SettingsError("--reuse-runs", "needs the observer: its records are what show the code unchanged")
+    if s.reuse_runs.resolve() == s.output.resolve():
+        raise SettingsError("--reuse-runs", f"{s.reuse_runs} is this verification's own --output")
 
 
 def _check_epochs(s: Settings) -> None:

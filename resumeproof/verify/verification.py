@@ -18,7 +18,7 @@ from resumeproof.verify.plan import trainer as trainer_plan
 from resumeproof.verify.plan.expectation import Expect
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import Verification, ran
-from resumeproof.verify.run import environment, inputs
+from resumeproof.verify.run import environment, inputs, reuse
 from resumeproof.verify.run.launch import LAUNCHES, launcher_for
 from resumeproof.verify.run.outputs import Accepted
 from resumeproof.verify.run.summary import Summary
@@ -34,6 +34,8 @@ COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failu
 
 def verify(s: Settings, out: Console) -> Verification:
     """One verification, written to OUTPUT/verification.json: of a protocol trainer, or of a script (--observe)."""
+    if s.reuse_runs is not None:
+        reuse.read(s.reuse_runs)  # before anything is written: a PREVIOUS that cannot be read stops it here
     if s.script:
         from resumeproof.verify import script_verification
 
@@ -166,7 +168,8 @@ def _evidence_trajectories(
 
 def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any = None) -> None:
     launcher = launcher_for(s.launch, s.output / LAUNCHES)
-    terminal.run_live(out, trajectories, s.jobs, s.timeout, lambda done: _accept(done, s), expand, launcher)
+    accept = lambda done: _accept(done, s)  # noqa: E731
+    terminal.run_live(out, trajectories, s.jobs, s.timeout, accept, expand, launcher, reuse.reuser(s))
 
 
 def _accept(t: Trajectory, s: Settings) -> Accepted:

@@ -53,6 +53,7 @@ def summary(v: Verification, report: Path) -> str:
             f"The script's checkpoint, by `resumeproof check` (not part of the verdict): {_cell(checked.line)}",
             "",
         ]
+    lines += [_cell(v.reuse_line()) + ".", ""] if v.reuse_line() else []
     lines.append(f"Details: `{report}`")
     return "\n".join(lines) + "\n"
 

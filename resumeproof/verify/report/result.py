@@ -59,11 +59,16 @@ class TrajectoryRecord:
     check: CheckedCheckpoint | None = None
     started_from: dict[str, str | None] | None = None  # a script's resume: checkpoint, copy_of, sha256
     ran_on: Placement | None = None  # where its command ran (verify/run/launch/); None: it never ran
+    run_key: dict[str, str] | None = None  # what makes another run of it the same run (verify/run/reuse.py)
+    reused_from: str | None = None  # --reuse-runs: the verification its run was copied from
+    not_reused: str | None = None  # --reuse-runs: why it ran again
 
     def to_json(self) -> dict[str, Any]:
         checked: dict[str, Any] = {"check": self.check.to_json()} if self.check else {}
         checked |= {"started_from": self.started_from} if self.started_from else {}
         checked |= {"ran_on": self.ran_on.to_json()} if self.ran_on else {}
+        reuse = {"run_key": self.run_key, "reused_from": self.reused_from, "not_reused": self.not_reused}
+        checked |= {key: said for key, said in reuse.items() if said is not None}
         return {
             "argv": list(self.argv),
             "status": self.status,
@@ -198,6 +203,13 @@ class Verification:
         """What `check` says of the checkpoints resumed from that the verifier did not admit itself."""
         return [t.check for t in self.trajectories.values() if t.check is not None]
 
+    def reuse_line(self) -> str | None:
+        """--reuse-runs: the runs copied from the earlier verification, and why the others ran again."""
+        copied = {name: t.reused_from for name, t in self.trajectories.items() if t.reused_from}
+        again = "; ".join(f"{name} ({t.not_reused})" for name, t in self.trajectories.items() if t.not_reused)
+        said = f"reused from {next(iter(copied.values()))}: {', '.join(copied)}" if copied else "reused no run"
+        return (said + (f"; ran again: {again}" if again else "")) if copied or again else None
+
     def failed(self) -> list[Check]:
         return [c for c in self.checks if not c.passed]
 
@@ -302,4 +314,7 @@ def ran(t: Trajectory) -> TrajectoryRecord:
         log=str(t.log),
         error=t.error,
         ran_on=t.placement,
+        run_key=t.run_key,
+        reused_from=str(t.reused_from) if t.reused_from is not None else None,
+        not_reused=t.not_reused,
     )

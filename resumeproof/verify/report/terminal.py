@@ -80,6 +80,7 @@ def run_live(
     accept: Callable[[Trajectory], Accepted | None],
     expand: Callable[[Trajectory], list[Trajectory]] | None = None,
     launcher: Launcher | None = None,
+    reused: Callable[[Trajectory], bool] = lambda t: False,
 ) -> None:
     """Run the trajectories (verify/run/trajectories.py) with the live display of their progress on `out`."""
     with Live(progress(trajectories), console=out, refresh_per_second=8) as live:
@@ -87,7 +88,7 @@ def run_live(
         def shown() -> None:
             live.update(progress(trajectories))
 
-        run_all(trajectories, jobs, timeout, accept, shown, expand or (lambda d: []), launcher)
+        run_all(trajectories, jobs, timeout, accept, shown, expand or (lambda d: []), launcher, reused)
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal
 
@@ -236,7 +237,8 @@ def print_report(out: Console, v: Verification) -> None:
     for line in not_applicable_lines(v):
         out.print(f"[yellow]{escape(line)}[/]")
     notes = [f"note: {note}" for note in v.notes]
-    for note in (*notes, nonfinite_note(v), gpu_note(v), coverage_note(v) if v.checks else None, *checked_lines(v)):
+    checked = (*checked_lines(v), v.reuse_line())
+    for note in (*notes, nonfinite_note(v), gpu_note(v), coverage_note(v) if v.checks else None, *checked):
         if note:
             out.print(note, markup=False)
     out.print(verdict_line(v))

@@ -63,6 +63,9 @@ class Trajectory:
     copy_of: Path | None = None  # --resume-from-run: the run folder copied to `output` before it starts
     left: inputs.Fingerprint | None = None  # an interrupted script's checkpoint, before any resume started
     placement: Placement | None = None  # where its command ran (verify/run/launch/), once it ran
+    run_key: dict[str, str] | None = None  # what makes another run of it the same run (verify/run/reuse.py)
+    reused_from: Path | None = None  # --reuse-runs: the verification its run was copied from
+    not_reused: str | None = None  # --reuse-runs: why it ran again
 
     def environment(self) -> dict[str, str] | None:
         """Its process's environment: this one's, with the observer injected where it is asked for."""
@@ -87,14 +90,17 @@ def run_all(
     refresh: Callable[[], None] = lambda: None,
     expand: Callable[[Trajectory], list[Trajectory]] = lambda done: [],
     launcher: Launcher | None = None,
+    reused: Callable[[Trajectory], bool] = lambda t: False,
 ) -> None:
     """Run every trajectory whose dependencies are done; mark the rest skipped. `expand(done)` may add
     trajectories once one is accepted (they join `trajectories`): what they are depends on what it wrote.
-    `launcher` (default: processes here) is closed on the way out, Ctrl-C and errors included."""
+    `launcher` (default: processes here) is closed on the way out, Ctrl-C and errors included. `reused(t)` is
+    asked first: True where it put an earlier run of `t` in place (verify/run/reuse.py), accepted as if it ran."""
     launch = launcher or Local()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         try:
-            _schedule(trajectories, jobs, lambda t: pool.submit(_run, t, timeout, accept, launch), refresh, expand)
+            start = lambda t: pool.submit(_run, t, timeout, accept, launch, reused)  # noqa: E731
+            _schedule(trajectories, jobs, start, refresh, expand)
         finally:
             launch.close()  # before the pool waits for its threads: a scheduler's jobs are cancelled, not awaited
     refresh()
@@ -137,10 +143,17 @@ def first_error(trajectories: list[Trajectory]) -> str | None:
 
 
 def _run(
-    t: Trajectory, timeout: float, accept: Callable[[Trajectory], Accepted | None], launcher: Launcher
+    t: Trajectory,
+    timeout: float,
+    accept: Callable[[Trajectory], Accepted | None],
+    launcher: Launcher,
+    reused: Callable[[Trajectory], bool],
 ) -> str | None:
     """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
     try:
+        if reused(t):
+            t.accepted = accept(t)
+            return None
         t.log.write_bytes(b"")
         if t.copy_of is not None:
             inputs.copy_run(t.copy_of, t.output)
