@@ -236,6 +236,22 @@ def verification(tmp_path_factory, name: str, *args: str) -> tuple[subprocess.Co
     return proc, read_verification(report) if report.is_file() else {}, out
 
 
+def reusing(tmp_path_factory, *shared: str) -> Callable[..., tuple[subprocess.CompletedProcess, dict, Path]]:
+    """The verifications of one family (variants of a trainer whose bugs are in their --resume-cmd): the first that
+    writes a verification.json runs every trajectory; each later one passes --reuse-runs its folder, and runs only
+    what differs (verify/run/reuse.py). Every call's arguments follow `shared`."""
+    first: list[Path] = []
+
+    def verified(name: str, *args: str) -> tuple[subprocess.CompletedProcess, dict, Path]:
+        reuse = ("--reuse-runs", str(first[0])) if first else ()
+        proc, doc, out = verification(tmp_path_factory, name, *shared, *args, *reuse)
+        if doc and not first:
+            first.append(out)
+        return proc, doc, out
+
+    return verified
+
+
 def trained(tmp_path_factory, name: str, steps: int) -> Path:
     """The directory of one successful `train.py --steps STEPS` run."""
     out = tmp_path_factory.mktemp("session") / name

@@ -12,11 +12,25 @@ from pathlib import Path
 import pytest
 
 from tests.agreements import contradictions
-from tests.helpers import TRAINERS, read_verification, run_verify
+from tests.helpers import TRAINERS, read_verification, reusing, run_verify
+
+# Each family's first verification runs everything; its bugs, in their --resume-cmd alone, reuse its runs.
+pytestmark = pytest.mark.xdist_group("atomics")
 
 KIT = shlex.join([sys.executable, "-B", str(TRAINERS / "atomics_kit.py")])
 SCRIPT = shlex.join([sys.executable, "-B", str(TRAINERS / "atomics_script.py")]) + " --iters {steps} --out {run}"
 SHORT = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")
+WATCH = ("--observe", "--train-cmd", SCRIPT, "--checkpoint", "{run}/ckpt_{step}.pt")
+
+
+@pytest.fixture(scope="module")
+def kit_bugs(tmp_path_factory):
+    return reusing(tmp_path_factory, *SHORT, "--train-cmd", KIT)
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory):
+    return reusing(tmp_path_factory, *SHORT, *WATCH)
 
 
 def verify(out: Path, *args: str) -> tuple[str, int, dict]:
@@ -24,10 +38,10 @@ def verify(out: Path, *args: str) -> tuple[str, int, dict]:
     return proc.stderr, proc.returncode, read_verification(out / "verification.json")
 
 
-def observed(out: Path, bug: str | None = None, *args: str) -> tuple[str, int, dict]:
+def observed(scripts, bug: str | None = None, *args: str) -> tuple[str, int, dict]:
     resume = SCRIPT + " --resume {checkpoint}" + (f" --bug {bug}" if bug else "")
-    watch = ("--observe", "--train-cmd", SCRIPT, "--resume-cmd", resume, "--checkpoint", "{run}/ckpt_{step}.pt")
-    return verify(out, *watch, *args)
+    proc, doc, _ = scripts(bug or "correct", "--resume-cmd", resume, *args)
+    return proc.stderr, proc.returncode, doc
 
 
 def failed_parts(doc: dict) -> set[str]:
@@ -67,8 +81,9 @@ def test_the_kit_trainer_with_atomics_passes_within_its_spread_and_every_part_om
         # data: its bug is --omit's too (the order not loaded), named at its restore in the --faults all test above
     ],
 )
-def test_a_kit_trainer_with_atomics_that_loses_a_part_fails_at_its_restore_with_the_part_named(tmp_path, bug, lost):
-    stderr, code, doc = verify(tmp_path / "run", "--train-cmd", f"{KIT} --bug {bug}")
+def test_a_kit_trainer_with_atomics_that_loses_a_part_fails_at_its_restore_with_the_part_named(kit_bugs, bug, lost):
+    proc, doc, _ = kit_bugs(bug, "--resume-cmd", f"{KIT} --bug {bug}")
+    stderr, code = proc.stderr, proc.returncode
     assert code == 1, stderr
     [restore] = [c for c in doc["checks"] if c["kind"] == "restore"]
     assert not restore["passed"] and restore["diagnosis"]["rule"] == "restore"
@@ -76,8 +91,8 @@ def test_a_kit_trainer_with_atomics_that_loses_a_part_fails_at_its_restore_with_
     assert contradictions(doc) == []
 
 
-def test_the_unmodified_script_with_atomics_passes_within_its_spread_and_each_blocked_part_is_named(tmp_path):
-    stderr, code, doc = observed(tmp_path / "run", None, "--faults", "optimizer,scheduler,scaler")
+def test_the_unmodified_script_with_atomics_passes_within_its_spread_and_each_blocked_part_is_named(scripts):
+    stderr, code, doc = observed(scripts, None, "--faults", "optimizer,scheduler,scaler")
     assert code == 0, stderr
     assert doc["deterministic"] is False and "continuous-repeat-2" in doc["trajectories"]
     assert [c["passed"] for c in doc["checks"] if c["kind"] == "restore"] == [True]
@@ -87,8 +102,9 @@ def test_the_unmodified_script_with_atomics_passes_within_its_spread_and_each_bl
 
 
 @pytest.mark.parametrize(("bug", "lost"), [("ema", {"ema"}), ("rng", {"rng-torch"}), ("data", {"data"})])
-def test_an_unmodified_script_with_atomics_that_loses_a_part_is_named_at_its_restore(tmp_path, bug, lost):
-    stderr, code, doc = observed(tmp_path / "run", bug)
+def test_an_unmodified_script_with_atomics_that_loses_a_part_is_named_at_its_restore(scripts, bug, lost):
+    stderr, code, doc = observed(scripts, bug)
     assert code == 1, stderr
+    assert doc["trajectories"]["interrupted"].get("reused_from"), "the correct script's runs, copied"
     [restore] = [c for c in doc["checks"] if c["kind"] == "restore"]
     assert not restore["passed"] and failed_parts(doc) == lost, stderr[-2000:]

@@ -16,34 +16,59 @@ import pytest
 
 from tests.helpers import TRAINERS, verification
 
+pytestmark = pytest.mark.xdist_group("evidence-rules")  # each trainer's correct run once, its bugs reuse it
+
 SHORT = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")
 OUTSIDE = "state outside the state_dict (a Python attribute, a non-persistent buffer)"
 BACKWARDS = "1 backward passes in the update vs 2"
-# trainer, its flags, the parts the resume's diagnosis names (None: it resumes exactly), what its explanation says
+# trainer, its flags, the bug of its resume (None: it resumes exactly), the parts its diagnosis names, what its
+# explanation says. Each bug is in its resuming processes alone: the continuous and interrupted runs are its correct
+# variant's, copied (--reuse-runs) from that variant's verification.
 CASES = [
-    ("evidence_accumulation.py", "", None, ""),
-    ("evidence_accumulation.py", "--bug micro-from-updates", ["progress"], BACKWARDS),
-    ("evidence_accumulation.py", "--bug warmup-from-loop", ["progress"], BACKWARDS),
-    ("evidence_outside_state.py", "", None, ""),
-    ("evidence_outside_state.py", "--bug attribute", [], OUTSIDE),
-    ("evidence_outside_state.py", "--bug global", [], OUTSIDE),
-    ("evidence_schedule.py", "", None, ""),
-    ("evidence_schedule.py", "--scheduler", None, ""),
-    ("evidence_schedule.py", "--bug warmup-counter", ["progress"], "lr "),
-    ("evidence_schedule.py", "--scheduler --bug scheduler-after-load", ["scheduler"], "lr "),
+    ("evidence_accumulation.py", "", None, None, ""),
+    ("evidence_accumulation.py", "", "micro-from-updates", ["progress"], BACKWARDS),
+    ("evidence_accumulation.py", "", "warmup-from-loop", ["progress"], BACKWARDS),
+    ("evidence_outside_state.py", "", None, None, ""),
+    ("evidence_outside_state.py", "", "attribute", [], OUTSIDE),
+    ("evidence_outside_state.py", "", "global", [], OUTSIDE),
+    ("evidence_schedule.py", "", None, None, ""),
+    ("evidence_schedule.py", "--scheduler", None, None, ""),
+    ("evidence_schedule.py", "", "warmup-counter", ["progress"], "lr "),
+    ("evidence_schedule.py", "--scheduler", "scheduler-after-load", ["scheduler"], "lr "),
 ]
 
 
-@pytest.mark.parametrize(("trainer", "flags", "lost", "said"), CASES, ids=[f"{t[9:-3]}{f}" for t, f, _, _ in CASES])
+@pytest.fixture(scope="module")
+def correct(tmp_path_factory):
+    """The verification of a trainer's correct variant (its output folder), made once."""
+    made: dict[str, object] = {}
+
+    def verified(cmd: str) -> object:
+        if cmd not in made:
+            proc, _, out = verification(tmp_path_factory, "correct", *SHORT, "--train-cmd", cmd)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            made[cmd] = out
+        return made[cmd]
+
+    return verified
+
+
+@pytest.mark.parametrize(
+    ("trainer", "flags", "bug", "lost", "said"),
+    CASES,
+    ids=[f"{t[9:-3]}{f}{f' --bug {b}' if b else ''}" for t, f, b, _, _ in CASES],
+)
 def test_the_first_resumed_update_names_what_its_evidence_shows_and_never_a_restored_part(
-    tmp_path_factory, trainer, flags, lost, said
+    tmp_path_factory, correct, trainer, flags, bug, lost, said
 ):
-    cmd = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(TRAINERS / trainer))} {flags}"
-    name = f"{trainer[9:-3]}{flags}".replace("-", "").replace(" ", "_")
-    proc, doc = verification(tmp_path_factory, name, *SHORT, "--train-cmd", cmd)[:2]
-    assert proc.returncode == (0 if lost is None else 1), proc.stderr[-3000:]
-    if lost is None:
+    cmd = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(TRAINERS / trainer))} {flags}".strip()
+    base = correct(cmd)
+    if bug is None:
         return
+    resume = ("--resume-cmd", f"{cmd} --bug {bug}", "--reuse-runs", str(base))
+    proc, doc = verification(tmp_path_factory, bug, *SHORT, "--train-cmd", cmd, *resume)[:2]
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert {n for n, t in doc["trajectories"].items() if t.get("reused_from")} == {"continuous", "interrupted"}
     check = next(c for c in doc["checks"] if c["kind"] == "resume" and c["trajectory"] == "resumed")
     assert check["diagnosis"]["parts"] == lost and "optimizer" not in lost, check["diagnosis"]
     assert said in check["diagnosis"]["explanation"]
