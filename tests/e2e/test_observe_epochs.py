@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import EXAMPLES, TRAINERS, run_verify, verification
 
-# No xdist_group: no fixture is shared, each test runs its own verification, and the two workers share them out.
+pytestmark = pytest.mark.xdist_group("observe-epochs")  # the 3-epoch verification once; the scheduler bug reuses it
 
 SCRIPT = f"{shlex.quote(sys.executable)} -B {shlex.quote(str(TRAINERS / 'timm_style.py'))}"
 TRAIN = f"{SCRIPT} --epochs {{epochs}} --output {{run}}"
@@ -31,8 +31,13 @@ def restores(doc: dict) -> list[dict]:
     return [c for c in doc["checks"] if c["kind"] == "restore"]
 
 
-def test_a_timm_style_script_resumes_exactly_from_every_epoch_checkpoint_it_wrote(tmp_path_factory):
-    proc, doc, _ = by_epoch(tmp_path_factory, "timm", 3, "checkpoints")
+@pytest.fixture(scope="module")
+def three_epochs(tmp_path_factory):
+    return by_epoch(tmp_path_factory, "timm", 3, "checkpoints")
+
+
+def test_a_timm_style_script_resumes_exactly_from_every_epoch_checkpoint_it_wrote(three_epochs):
+    proc, doc, _ = three_epochs
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert doc["steps"] == 9 and sorted(doc["interrupt_at"]) == [3, 6]  # checkpoint-2 ends the run: nothing after it
     assert [c["passed"] for c in restores(doc)] == [True, True]
@@ -51,12 +56,17 @@ def test_a_timm_style_resume_without_the_generator_is_caught_at_the_epochs_end_w
     assert not restore["passed"] and restore["diagnosis"]["lost"] == "rng-torch"
 
 
-def test_a_timm_style_resume_that_builds_its_schedule_again_is_caught_with_the_scheduler_named(tmp_path_factory):
+def test_a_timm_style_resume_that_builds_its_schedule_again_is_caught_with_the_scheduler_named(
+    tmp_path_factory, three_epochs
+):
+    """The bug is in its resume alone: the correct script's continuous and interrupted runs are reused, although
+    they were planned from another --interrupt-at (checkpoints)."""
     train = TRAIN
     args = ("--observe", "--epochs", "3", "--interrupt-at", "3", "--jobs", "2", "--checkpoint", TIMM)
-    resume = ("--resume-cmd", f"{train} --bug scheduler --resume {{checkpoint}}")
+    resume = ("--resume-cmd", f"{train} --bug scheduler --resume {{checkpoint}}", "--reuse-runs", str(three_epochs[2]))
     proc, doc, _ = verification(tmp_path_factory, "timm-schedule", *args, "--train-cmd", train, *resume)
     assert proc.returncode == 1, proc.stderr[-3000:]
+    assert doc["trajectories"]["interrupted"]["reused_from"] == str(three_epochs[2])
     (restore,) = restores(doc)
     assert restore["diagnosis"]["lost"] == "scheduler"
     assert doc["comparison"]["resumes"]["resumed"]["verdict"] == "divergent"  # an epoch behind from epoch 2 on

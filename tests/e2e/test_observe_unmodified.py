@@ -10,9 +10,11 @@ script that differs from itself is judged by its restore and its measured spread
 import shlex
 import sys
 
+import pytest
+
 from tests.helpers import EXAMPLES, TORCHRUN, verification
 
-# No xdist_group: no fixture is shared, each test runs its own verification, and the two workers share them out.
+# No xdist_group but the DDP pair's: each other test runs its own verification, and the two workers share them out.
 
 PY = shlex.quote(sys.executable)
 NANOGPT = (
@@ -118,18 +120,27 @@ def test_a_lightning_script_on_a_plain_dataloader_restarts_its_epoch_and_the_dat
     assert "the continuous run's batch of update 1" in restore["diagnosis"]["explanation"]
 
 
-def test_a_ddp_script_under_torchrun_is_watched_on_every_rank_and_resumes_exactly(tmp_path_factory):
-    resume = DDP + " --resume {checkpoint}"
-    proc, doc, _ = observed(tmp_path_factory, "ddp", DDP, resume, "{run}/step-{step}")
+@pytest.fixture(scope="module")
+def ddp(tmp_path_factory):
+    return observed(tmp_path_factory, "ddp", DDP, DDP + " --resume {checkpoint}", "{run}/step-{step}")
+
+
+@pytest.mark.xdist_group("observe-ddp")
+def test_a_ddp_script_under_torchrun_is_watched_on_every_rank_and_resumes_exactly(ddp):
+    proc, doc, _ = ddp
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert doc["negative_divergence_detected"]  # the setters blocked in every worker
     assert doc["trajectories"]["interrupted"]["check"]["verdict"] == "accepted"
 
 
-def test_a_ddp_script_that_restores_rank_0s_generator_on_every_rank_is_caught_on_rank_1(tmp_path_factory):
+@pytest.mark.xdist_group("observe-ddp")
+def test_a_ddp_script_that_restores_rank_0s_generator_on_every_rank_is_caught_on_rank_1(tmp_path_factory, ddp):
+    """The bug is in its resume alone: the correct script's torchrun runs are reused (every rank's records)."""
     resume = DDP + " --resume {checkpoint} --rank0-generator"
-    proc, doc, _ = observed(tmp_path_factory, "ddp-bug", DDP, resume, "{run}/step-{step}")
+    reuse = ("--reuse-runs", str(ddp[2]))
+    proc, doc, _ = observed(tmp_path_factory, "ddp-bug", DDP, resume, "{run}/step-{step}", *reuse)
     assert proc.returncode == 1, proc.stderr[-3000:]
+    assert doc["trajectories"]["interrupted"]["reused_from"] == str(ddp[2])
     (restore,) = checks(doc, "restore")
     assert restore["diagnosis"]["lost"] == "rng-torch" and restore["diagnosis"]["explanation"].startswith("rank 1: ")
     assert "(rank 1)" in restore["detail"] and "(rank 0)" not in restore["detail"]

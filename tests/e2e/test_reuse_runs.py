@@ -104,9 +104,7 @@ def test_a_module_the_script_imports_touched_since_makes_every_run_run_again_nam
     ],
     ids=["no-observer", "itself", "not-a-verification"],
 )
-def test_a_previous_run_that_cannot_be_used_is_refused_naming_why_and_nothing_is_written(
-    tmp_path, script, extra, said
-):
+def test_a_previous_run_that_cannot_be_used_is_refused_naming_why_and_nothing_is_written(tmp_path, script, extra, said):
     out = tmp_path / "v"
     given = [e.format(out=out, script=script) for e in extra]
     reuse = [] if "--reuse-runs" in given else ["--reuse-runs", str(script)]

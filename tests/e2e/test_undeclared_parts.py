@@ -15,6 +15,7 @@ from tests.helpers import TRAINERS, read_verification, run_verify
 TRAINER = TRAINERS / "evidence_amp_warmup_curriculum.py"
 PROTOCOL, OBSERVE = "protocol", "observe"
 SHORT = ("--steps", "8", "--interrupt-at", "4")
+IN_THE_LOOP = ("warmup-counter",)  # a bug in what the loop does, not in what it saves: in the resume alone
 OUTSIDE = "state outside the state_dict (a Python attribute, a non-persistent buffer)"
 # bug -> what the failed check's diagnosis names; None: the script resumes exactly
 CASES = [  # the kit-style losses of a GradScaler and an EMA, through both ways: tests/e2e/test_evidence_undeclared.py
@@ -25,21 +26,38 @@ CASES = [  # the kit-style losses of a GradScaler and an EMA, through both ways:
 ]
 
 
-def _verify(tmp_path, how: str, bug: str | None):
-    script = f"python -B {TRAINER}" + (f" --bug {bug}" if bug else "")
+@pytest.fixture(scope="module")
+def exact(tmp_path_factory):
+    """The unmodified script's exact verification, whose runs a bug in the resume alone reuses."""
+    return _verify(tmp_path_factory.mktemp("exact"), OBSERVE, None)
+
+
+def _verify(tmp_path, how: str, bug: str | None, exact=None):
+    """`exact` given: the bug goes in the resume alone (it is in the loop, not in what is saved), and the exact
+    verification's continuous and interrupted runs are reused."""
+    script = f"python -B {TRAINER}" + (f" --bug {bug}" if bug and exact is None else "")
     out = tmp_path / "v"
     if how == PROTOCOL:
         done = run_verify("--output", str(out), *SHORT, "--train-cmd", script)
     else:
         train = f"{script} --until {{steps}} --output {{run}}"
-        resume = ("--resume-cmd", f"{train} --resume {{checkpoint}}", "--checkpoint", "{run}/checkpoint.pt")
-        done = run_verify("--observe", "--output", str(out), *SHORT, "--train-cmd", train, *resume)
-    return done, read_verification(out / "verification.json")
+        resume = f"{train} --resume {{checkpoint}}" + (f" --bug {bug}" if exact is not None else "")
+        watch = ("--train-cmd", train, "--resume-cmd", resume, "--checkpoint", "{run}/checkpoint.pt")
+        watch += ("--reuse-runs", str(exact[2])) if exact is not None else ()
+        done = run_verify("--observe", "--output", str(out), *SHORT, *watch)
+    return done, read_verification(out / "verification.json"), out
 
 
+@pytest.mark.xdist_group("undeclared-parts")
 @pytest.mark.parametrize(("how", "bug", "lost"), CASES, ids=[f"{h}-{b or 'exact'}" for h, b, _ in CASES])
-def test_what_the_evidence_shows_is_named_without_declared_parts_and_never_a_restored_part(tmp_path, how, bug, lost):
-    done, found = _verify(tmp_path, how, bug)
+def test_what_the_evidence_shows_is_named_without_declared_parts_and_never_a_restored_part(
+    tmp_path, request, how, bug, lost
+):
+    in_loop = how == OBSERVE and bug in IN_THE_LOOP
+    if how == OBSERVE and bug is None:
+        done, found, _ = request.getfixturevalue("exact")
+    else:
+        done, found, _ = _verify(tmp_path, how, bug, request.getfixturevalue("exact") if in_loop else None)
     if lost is None:
         assert done.returncode == 0, done.stderr[-2000:]
         return
