@@ -40,55 +40,63 @@ from tests.helpers import (
     verification,
 )
 
-# The tests that read `grow` or `fsdp` on one worker, so that each is made once; `pair` and `canonical` are each read by
-# one test, and the launches of their own spread over both workers.
-GROW_FSDP = pytest.mark.xdist_group("distributed-grow-fsdp")
+# Every verification of the world-size matrix runs each trajectory as a Ray job on the local head (issue 31: the same
+# verdicts as local processes): the tests that read them on the worker that holds the Ray tests' cluster, so that each
+# fixture is made once and one cluster serves them.
+ON_RAY = pytest.mark.xdist_group("ray")
 
 
 def compared(a: dict, b: dict):
     return merge(compare_keys(a, b, protocol.COMPARED_KEYS, 1e-12).values())
 
 
+def through_ray(tmp_path_factory, name: str, address: str, *args: str):
+    """One verification whose trajectories are Ray jobs, each checked to have run as one."""
+    proc, doc, out = verification(tmp_path_factory, name, *args, "--launcher", "ray", "--ray-address", address)
+    assert {t["ran_on"]["launcher"] for t in doc.get("trajectories", {}).values()} == {"ray"}, proc.stderr[-2000:]
+    return proc, doc, out
+
+
 @pytest.fixture(scope="module")
-def grow(tmp_path_factory):
+def grow(tmp_path_factory, ray_cluster):
     """DDP: interrupted at 1 process, resumed at 2 (growing), with the two rank-local faults, and the two
     parts a DCP resume restores through set_state_dict rather than as a file checkpoint does."""
     faults = ("--faults", "other-ranks.data,other-ranks.rng,model,optimizer")
-    return verification(tmp_path_factory, "grow", "--train-cmd", command(1), "--resume-cmd", command(2), *faults)
+    return through_ray(
+        tmp_path_factory, "grow", ray_cluster, "--train-cmd", command(1), "--resume-cmd", command(2), *faults
+    )
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory, ray_cluster):
     """DDP at 2 processes throughout, short, with the rank-local faults: the observer's records compared rank by
-    rank (at the same number of processes). Each trajectory a Ray job on the local head (issue 31: the world-size
-    matrix through Ray; `grow` stays local processes)."""
+    rank (at the same number of processes)."""
     faults = ("--faults", "other-ranks.data,other-ranks.rng", "--steps", "4", "--interrupt-at", "2")
-    ray = ("--launcher", "ray", "--ray-address", ray_cluster)
-    return verification(tmp_path_factory, "pair", "--train-cmd", command(2), *faults, *ray)
+    return through_ray(tmp_path_factory, "pair", ray_cluster, "--train-cmd", command(2), *faults)
 
 
 @pytest.fixture(scope="module")
-def canonical(tmp_path_factory):
+def canonical(tmp_path_factory, ray_cluster):
     """The canonical reduction: interrupted at 2 processes, resumed at 4."""
     train, resume = command(2, "--reduction", "canonical"), command(4, "--reduction", "canonical")
-    return verification(tmp_path_factory, "canonical", "--train-cmd", train, "--resume-cmd", resume)
+    return through_ray(tmp_path_factory, "canonical", ray_cluster, "--train-cmd", train, "--resume-cmd", resume)
 
 
 @pytest.fixture(scope="module")
-def fsdp(tmp_path_factory):
+def fsdp(tmp_path_factory, ray_cluster):
     """FSDP2: interrupted at 2 processes (sharded), resumed at 1 (resharded, shrinking)."""
     train, resume = command(2, "--reduction", "fsdp"), command(1, "--reduction", "fsdp")
-    return verification(tmp_path_factory, "fsdp", "--train-cmd", train, "--resume-cmd", resume)
+    return through_ray(tmp_path_factory, "fsdp", ray_cluster, "--train-cmd", train, "--resume-cmd", resume)
 
 
-@GROW_FSDP
+@ON_RAY
 def test_a_ddp_run_interrupted_at_1_process_resumes_exactly_at_2(grow):
     proc, doc, _ = grow
     assert proc.returncode == 0, proc.stderr
     assert doc["positive"] and doc["comparison"]["full_resume"]["verdict"] == "concordant"
 
 
-@GROW_FSDP
+@ON_RAY
 def test_a_data_position_or_generators_restored_on_rank_0_only_are_caught_by_the_fault_matrix(grow):
     _, doc, _ = grow
     for part in ("other-ranks.data", "other-ranks.rng"):
@@ -98,11 +106,10 @@ def test_a_data_position_or_generators_restored_on_rank_0_only_are_caught_by_the
     assert doc["blind_to"] == []
 
 
-@pytest.mark.xdist_group("ray")  # the worker that holds the Ray tests' cluster
+@ON_RAY
 def test_a_part_lost_on_the_ranks_other_than_0_alone_is_named_from_their_first_resumed_update(pair):
     proc, doc, out = pair
     assert proc.returncode == 0, proc.stderr
-    assert {t["ran_on"]["launcher"] for t in doc["trajectories"].values()} == {"ray"}
     assert sorted(p.name for p in (out / "observed").glob("fault-other-ranks.data.rank-*.json")) == [
         "fault-other-ranks.data.rank-0.json",
         "fault-other-ranks.data.rank-1.json",
@@ -113,7 +120,7 @@ def test_a_part_lost_on_the_ranks_other_than_0_alone_is_named_from_their_first_r
         assert diagnosis["explanation"].startswith("rank 1: ") and said in diagnosis["explanation"], diagnosis
 
 
-@GROW_FSDP
+@ON_RAY
 @pytest.mark.parametrize("part", ["model", "optimizer"])
 def test_a_dcp_resume_that_omits_the_model_or_optimizer_really_leaves_it_unrestored(grow, part):
     """dcp.load writes in place: loading into the live parameters would restore an omitted model."""
@@ -123,7 +130,7 @@ def test_a_dcp_resume_that_omits_the_model_or_optimizer_really_leaves_it_unresto
     assert fault["detected"] and not fault["identical_to_full_resume"]
 
 
-@GROW_FSDP
+@ON_RAY
 def test_continuous_runs_at_1_2_and_4_processes_agree_and_1_is_the_single_process_run(
     grow, fsdp, continuous_run, tmp_path
 ):
@@ -138,6 +145,7 @@ def test_continuous_runs_at_1_2_and_4_processes_agree_and_1_is_the_single_proces
         assert result.max_abs_diff < 1e-14  # another order of summation: a few ulp
 
 
+@ON_RAY
 def test_the_canonical_reduction_is_bit_identical_at_1_2_and_4_processes_and_across_a_resume(canonical, tmp_path):
     proc, doc, out = canonical
     assert proc.returncode == 0, proc.stderr
@@ -151,7 +159,7 @@ def test_the_canonical_reduction_is_bit_identical_at_1_2_and_4_processes_and_acr
         assert identical(two, summary(run)), (world, reduction)
 
 
-@GROW_FSDP
+@ON_RAY
 def test_an_fsdp2_run_interrupted_at_2_processes_resumes_resharded_at_1(fsdp):
     proc, doc, out = fsdp
     assert proc.returncode == 0, proc.stderr
@@ -179,7 +187,7 @@ def test_a_rank_killed_mid_run_fails_the_trajectory_within_seconds_naming_the_ra
     assert "rank 1 (local rank 1, pid" in error and "was killed by SIGKILL" in error, error
 
 
-@GROW_FSDP
+@ON_RAY
 def test_a_tampered_metadata_is_refused_by_the_trainer_under_torchrun_and_never_runs(grow, tmp_path):
     marker = tmp_path / "ran"
     folder = tmp_path / "tampered" / protocol.CHECKPOINT
@@ -211,7 +219,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@GROW_FSDP
+@ON_RAY
 def test_two_torchrun_agents_with_a_c10d_rendezvous_resume_as_one_node(grow, tmp_path):
     two = tmp_path / "two-nodes"
     rendezvous = ("--rdzv-backend", "c10d", "--rdzv-endpoint", f"localhost:{free_port()}", "--rdzv-id", "two-nodes")
@@ -228,7 +236,7 @@ def test_two_torchrun_agents_with_a_c10d_rendezvous_resume_as_one_node(grow, tmp
     assert result.concordant, result.mismatches[:3]
 
 
-@GROW_FSDP
+@ON_RAY
 @pytest.mark.parametrize(
     ("args", "said"),
     [
