@@ -156,7 +156,7 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run", "epochs")
 @click.option(
     "--slurm-partition", metavar="NAME", help="With --launcher slurm: the partition.  [default: the cluster's]"
 )
-@click.option("--slurm-nodes", type=int, default=1, show_default=True, help="With --launcher slurm: nodes per job.")
+@click.option("--slurm-nodes", type=int, default=1, show_default=True, help="With --launcher slurm: nodes (torchrun).")
 @click.option("--slurm-gpus-per-node", type=int, default=0, show_default=True, help="With --launcher slurm: GPUs.")
 @click.option(
     "--slurm-time",

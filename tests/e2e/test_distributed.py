@@ -21,7 +21,9 @@ import pytest
 from resumeproof.common import dcp_check, protocol
 from resumeproof.verify.judge.compare import compare_keys, merge
 from resumeproof.verify.run import accept
+from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV
 from resumeproof.verify.run.trajectories import TrajectoryError
+from tests.e2e.test_launcher_ray import through_ray
 from tests.helpers import (
     LAUNCH_TIMEOUT,
     REPO,
@@ -50,20 +52,13 @@ def compared(a: dict, b: dict):
     return merge(compare_keys(a, b, protocol.COMPARED_KEYS, 1e-12).values())
 
 
-def through_ray(tmp_path_factory, name: str, address: str, *args: str):
-    """One verification whose trajectories are Ray jobs, each checked to have run as one."""
-    proc, doc, out = verification(tmp_path_factory, name, *args, "--launcher", "ray", "--ray-address", address)
-    assert {t["ran_on"]["launcher"] for t in doc.get("trajectories", {}).values()} == {"ray"}, proc.stderr[-2000:]
-    return proc, doc, out
-
-
 @pytest.fixture(scope="module")
 def grow(tmp_path_factory, ray_cluster):
     """DDP: interrupted at 1 process, resumed at 2 (growing), with the two rank-local faults, and the two
     parts a DCP resume restores through set_state_dict rather than as a file checkpoint does."""
     faults = ("--faults", "other-ranks.data,other-ranks.rng,model,optimizer")
     return through_ray(
-        tmp_path_factory, "grow", ray_cluster, "--train-cmd", command(1), "--resume-cmd", command(2), *faults
+        tmp_path_factory, ray_cluster, "grow", "--train-cmd", command(1), "--resume-cmd", command(2), *faults
     )
 
 
@@ -72,21 +67,34 @@ def pair(tmp_path_factory, ray_cluster):
     """DDP at 2 processes throughout, short, with the rank-local faults: the observer's records compared rank by
     rank (at the same number of processes)."""
     faults = ("--faults", "other-ranks.data,other-ranks.rng", "--steps", "4", "--interrupt-at", "2")
-    return through_ray(tmp_path_factory, "pair", ray_cluster, "--train-cmd", command(2), *faults)
+    return through_ray(tmp_path_factory, ray_cluster, "pair", "--train-cmd", command(2), *faults)
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory):
+    """`pair` across two nodes of one process each: torchrun without --standalone, as a Slurm job of two nodes whose
+    tasks each start it with the allocation's rendezvous (submitit's local executor: each task stands in for a node,
+    here on one machine)."""
+    one_per_node = shlex.join([*TORCHRUN, "--nproc-per-node", "1", str(TRAIN)])
+    faults = ("--faults", "other-ranks.data,other-ranks.rng", "--steps", "4", "--interrupt-at", "2")
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(SUBMITIT_CLUSTER_ENV, "local")
+        nodes = ("--launcher", "slurm", "--slurm-nodes", "2")
+        return verification(tmp_path_factory, "two-nodes", "--train-cmd", one_per_node, *faults, *nodes)
 
 
 @pytest.fixture(scope="module")
 def canonical(tmp_path_factory, ray_cluster):
     """The canonical reduction: interrupted at 2 processes, resumed at 4."""
     train, resume = command(2, "--reduction", "canonical"), command(4, "--reduction", "canonical")
-    return through_ray(tmp_path_factory, "canonical", ray_cluster, "--train-cmd", train, "--resume-cmd", resume)
+    return through_ray(tmp_path_factory, ray_cluster, "canonical", "--train-cmd", train, "--resume-cmd", resume)
 
 
 @pytest.fixture(scope="module")
 def fsdp(tmp_path_factory, ray_cluster):
     """FSDP2: interrupted at 2 processes (sharded), resumed at 1 (resharded, shrinking)."""
     train, resume = command(2, "--reduction", "fsdp"), command(1, "--reduction", "fsdp")
-    return through_ray(tmp_path_factory, "fsdp", ray_cluster, "--train-cmd", train, "--resume-cmd", resume)
+    return through_ray(tmp_path_factory, ray_cluster, "fsdp", "--train-cmd", train, "--resume-cmd", resume)
 
 
 @ON_RAY
@@ -118,6 +126,23 @@ def test_a_part_lost_on_the_ranks_other_than_0_alone_is_named_from_their_first_r
         diagnosis = doc["faults"][part]["diagnosis"]
         assert (diagnosis["parts"], diagnosis["rule"], diagnosis["step"]) == ([part], "first-update", 3), part
         assert diagnosis["explanation"].startswith("rank 1: ") and said in diagnosis["explanation"], diagnosis
+
+
+@ON_RAY
+def test_a_two_node_slurm_job_runs_the_same_trajectories_as_two_processes_on_one_node(two_nodes, pair):
+    """Each trajectory one job of two nodes, started once on each: the same runs bit for bit, the same verdicts and
+    diagnoses as two processes on one node (`pair`, the same flags through Ray)."""
+    proc, doc, out = two_nodes
+    assert proc.returncode == 0, proc.stderr
+    hosts = {t["ran_on"]["host"] for t in doc["trajectories"].values()}
+    assert len(hosts) == 1 and len(hosts.pop().split(",")) == 2
+    assert {t["ran_on"]["attempts"] for t in doc["trajectories"].values()} == {1}
+    _, one_node, one_node_out = pair
+    for name in ("continuous", "resumed", "fault-other-ranks.data"):
+        assert identical(summary(out / name), summary(one_node_out / name)), name
+    for part in ("other-ranks.data", "other-ranks.rng"):
+        assert doc["faults"][part]["diagnosis"] == one_node["faults"][part]["diagnosis"], part
+    assert doc["comparison"] == one_node["comparison"] and doc["positive"]
 
 
 @ON_RAY

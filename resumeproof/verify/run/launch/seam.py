@@ -25,7 +25,7 @@ class Launch:
 
     launcher: str = LOCAL
     partition: str | None = None  # --slurm-partition (None: the cluster's default)
-    nodes: int = 1  # --slurm-nodes: the command runs once, on the allocation's first node
+    nodes: int = 1  # --slurm-nodes: above 1, the command runs once per node with torchrun's rendezvous
     gpus_per_node: int = 0  # --slurm-gpus-per-node
     minutes: int | None = None  # --slurm-time: each job's time limit (None: the partition's default)
     ray_address: str | None = None  # --ray-address: the cluster's dashboard (None: RAY_ADDRESS, or Ray's default)

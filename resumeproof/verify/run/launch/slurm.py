@@ -1,8 +1,10 @@
 """Each command one Slurm job through submitit: no retry, no requeue, every start counted, cancelled on any exit.
 
-The job runs `job.run` once, on the allocation's first node (no srun: a command that wants every node, such as
-torchrun with a rendezvous, starts its own processes from the allocation's environment). The trajectories' outputs,
-logs and the observer's records lie under --output, which every node must see (docs/cluster.md).
+On one node the job runs `job.run` once, in the batch script (no srun). On several (--slurm-nodes N) it runs
+`every_node`, one task per node through srun: the command once per node, with torchrun's rendezvous (PET_NNODES,
+PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT, the variables torchrun reads for its flags) from the allocation, so
+that `torchrun --nproc-per-node 8 train.py` is one run across the nodes. The trajectories' outputs, logs and the
+observer's records lie under --output, which every node must see (docs/cluster.md).
 """
 
 import os
@@ -20,6 +22,9 @@ from resumeproof.verify.run.launch import job
 from resumeproof.verify.run.launch.seam import SLURM, SUBMITIT_CLUSTER_ENV, Launch, Launched, LaunchError, Placement
 
 POLL = 0.2  # seconds between two looks at a job's state
+# The rendezvous port, the same on every node without talking: derived from the job id as Lightning's SLURMEnvironment
+# does (15000 + its last four digits), so that two jobs on one first node rarely pick the same.
+PORT_BASE = 15000
 
 
 class Slurm:
@@ -27,6 +32,7 @@ class Slurm:
 
     def __init__(self, launch: Launch, folder: Path, executor: Any = None) -> None:
         self.folder = folder
+        self.nodes = launch.nodes
         self.executor = executor or _executor(launch, folder)
         cluster = self.executor.cluster if hasattr(self.executor, "cluster") else SLURM
         # verification.json says so when the jobs ran as processes here (the tests), not on a cluster
@@ -41,7 +47,8 @@ class Slurm:
             raise LaunchError("cancelled before it was submitted")
         try:
             made = None if env is None else job.changes(env, dict(os.environ))  # onto the node's environment
-            submitted = self.executor.submit(job.run, argv, str(log), made, str(starts))
+            run = job.run if self.nodes == 1 else every_node
+            submitted = self.executor.submit(run, argv, str(log), made, str(starts))
         except (submitit.core.utils.FailedSubmissionError, OSError) as err:
             raise LaunchError(f"could not be submitted: {_first_line(err)}") from None
         with self._lock:
@@ -51,12 +58,17 @@ class Slurm:
         finally:
             with self._lock:
                 self._jobs.pop(submitted.job_id, None)
-        ran = job.started(str(starts))
-        host, devices = ran[-1] if ran else (None, "")
-        where = Placement(
-            launcher=self.name, host=host, job_id=str(submitted.job_id), attempts=len(ran), devices=devices or None
-        )
-        return Launched(code, where)
+        return Launched(code, self._placement(str(submitted.job_id), starts))
+
+    def _placement(self, job_id: str, starts: Path) -> Placement:
+        """Where the job ran: each node's last start (hosts joined by commas), the first node's devices, and the
+        most starts of one node (a requeue starts them all again)."""
+        ran = [job.started(node_starts(str(starts), node)) for node in range(self.nodes)]
+        last = [each[-1] for each in ran if each]
+        hosts = ",".join(host for host, _ in last) or None
+        devices = last[0][1] if last else ""
+        attempts = max(len(each) for each in ran)
+        return Placement(launcher=self.name, host=hosts, job_id=job_id, attempts=attempts, devices=devices or None)
 
     def close(self) -> None:
         """Cancel every job submitted and not yet finished (Ctrl-C, an error, the end of a run)."""
@@ -81,7 +93,8 @@ class Slurm:
                 raise LaunchError(f"job {submitted.job_id} timed out after {timeout:g} s and was cancelled")
             time.sleep(POLL)
         try:
-            return int(submitted.result())
+            codes = [int(code) for code in submitted.results()] if self.nodes > 1 else [int(submitted.result())]
+            return next((code for code in codes if code), 0)  # the first node's failure, else success
         except (submitit.core.utils.UncompletedJobError, submitit.core.utils.FailedJobError) as err:
             raise LaunchError(f"job {submitted.job_id} failed: {_first_line(err)}") from None
 
@@ -96,17 +109,40 @@ def _executor(launch: Launch, folder: Path) -> Any:
         )
     except RuntimeError as err:  # submitit's word for a machine without Slurm's commands
         raise LaunchError(f"--launcher slurm: no Slurm cluster to submit to from here: {err}") from None
-    executor.update_parameters(nodes=launch.nodes, tasks_per_node=1)
+    if cluster == "local":  # one machine: each task stands in for a node (the tests' multi-node rendezvous)
+        executor.update_parameters(tasks_per_node=launch.nodes)
+    else:
+        executor.update_parameters(nodes=launch.nodes, tasks_per_node=1)
     if launch.gpus_per_node:
         executor.update_parameters(gpus_per_node=launch.gpus_per_node)
     if launch.minutes is not None:
         executor.update_parameters(timeout_min=launch.minutes)
     if cluster == "slurm":
         extra = {"no_requeue": True}  # sbatch --no-requeue: no requeue after a node failure or a preemption
-        executor.update_parameters(slurm_use_srun=False, slurm_additional_parameters=extra)
+        # srun only for several nodes: it starts one task per node; on one, the batch script runs the job itself
+        executor.update_parameters(slurm_use_srun=launch.nodes > 1, slurm_additional_parameters=extra)
         if launch.partition is not None:
             executor.update_parameters(slurm_partition=launch.partition)
     return executor
+
+
+def every_node(argv: list[str], log: str, made: job.Changes | None, starts: str) -> int:
+    """What each task of a job on several nodes runs: `job.run` with torchrun's rendezvous from the allocation (one
+    task per node, so the task's rank is the node's), its starts counted in the node's own file."""
+    here = submitit.JobEnvironment()
+    rendezvous = {
+        "PET_NNODES": str(here.num_tasks),
+        "PET_NODE_RANK": str(here.global_rank),
+        "PET_MASTER_ADDR": here.hostnames[0],
+        "PET_MASTER_PORT": str(PORT_BASE + int(str(here.raw_job_id)[-4:])),
+    }
+    set_, removed = made if made is not None else ({}, ())
+    return job.run(argv, log, ({**set_, **rendezvous}, removed), node_starts(starts, here.global_rank))
+
+
+def node_starts(starts: str, node: int) -> str:
+    """The file a node's starts are counted in: the job's own for the first node."""
+    return starts if node == 0 else f"{starts}.node-{node}"
 
 
 def _reason(submitted: Any) -> str:

@@ -4,6 +4,7 @@ real one cannot be made to misbehave (a requeue, a job that never starts)."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from resumeproof import cli
 from resumeproof.verify.run import launch
 from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV, Launch, LaunchError, job
-from resumeproof.verify.run.launch.slurm import Slurm
+from resumeproof.verify.run.launch.slurm import PORT_BASE, Slurm, node_starts
 from resumeproof.verify.run.trajectories import DONE, FAILED, Trajectory, run_all
 
 SLURM = Launch(launcher="slurm")
@@ -81,6 +82,22 @@ def test_a_command_that_cannot_start_exits_127_and_says_why_in_its_log(local_job
     assert "cannot start '/no-such-command' on " in (tmp_path / "t.log").read_text()
 
 
+def test_a_job_on_two_nodes_runs_the_command_once_per_node_with_torchruns_rendezvous(tmp_path, monkeypatch):
+    """Each task (a node; here each of two tasks stands in for one) gets the same PET_NNODES, address and port and its
+    own PET_NODE_RANK, which torchrun reads for --nnodes, --node-rank, --master-addr and --master-port; the second
+    node's failure is the job's."""
+    monkeypatch.setenv(SUBMITIT_CLUSTER_ENV, "local")
+    names = ("PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT", "SET")
+    show = f"import os; e = [os.environ.get(k) for k in {names!r}]; print(*e); raise SystemExit(3 * int(e[1]))"
+    log = tmp_path / "t.log"
+    slurm = Slurm(Launch(launcher="slurm", nodes=2), tmp_path / "launches")
+    ran = slurm.launch([sys.executable, "-c", show], log, 120, {**os.environ, "SET": "y"})
+    port = PORT_BASE + int(ran.placement.job_id[-4:])
+    assert sorted(log.read_text().splitlines()) == [f"2 {node} {socket.gethostname()} {port} y" for node in (0, 1)]
+    assert ran.exit_code == 3
+    assert ran.placement.attempts == 1 and ran.placement.host == f"{socket.gethostname()},{socket.gethostname()}"
+
+
 def test_closing_the_launcher_cancels_a_running_job_and_its_command(local_jobs, tmp_path):
     pid, raised = tmp_path / "pid", []
 
@@ -126,6 +143,9 @@ class Finished:
     def result(self) -> int:
         return self.code
 
+    def results(self) -> list[int]:
+        return [self.code]
+
     def cancel(self, check: bool = True) -> None:
         self.cancelled = True
 
@@ -167,6 +187,25 @@ def test_a_trajectory_whose_command_started_twice_is_refused_and_its_attempts_re
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=Slurm(SLURM, folder, executor=Requeued()))
     assert t.status == FAILED and t.placement is not None and t.placement.attempts == 2
     assert "started 2 times (job 7: retried or requeued by the scheduler)" in (t.error or "")
+
+
+def test_a_job_whose_second_node_started_twice_is_refused(tmp_path):
+    """The refusal broken on another node: the first node started once, the second twice (a task restarted)."""
+
+    class SecondNodeTwice(Requeued):
+        def submit(self, function, *args):
+            starts = args[-1]
+            Path(starts).write_text("node-1\t\n")
+            Path(node_starts(starts, 1)).write_text("node-2\t\nnode-2\t\n")
+            return Finished(0)
+
+    folder = tmp_path / "launches"
+    folder.mkdir()
+    t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
+    slurm = Slurm(Launch(launcher="slurm", nodes=2), folder, executor=SecondNodeTwice())
+    run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=slurm)
+    assert t.status == FAILED and t.placement is not None and t.placement.attempts == 2
+    assert t.placement.host == "node-1,node-2" and "started 2 times" in (t.error or "")
 
 
 def test_a_prerequisite_step_requeued_refuses_its_trajectory_before_the_command_runs(tmp_path):
