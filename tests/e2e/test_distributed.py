@@ -23,7 +23,6 @@ from resumeproof.verify.judge.compare import compare_keys, merge
 from resumeproof.verify.run import accept
 from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV
 from resumeproof.verify.run.trajectories import TrajectoryError
-from tests.e2e.test_launcher_ray import through_ray
 from tests.helpers import (
     LAUNCH_TIMEOUT,
     REPO,
@@ -38,6 +37,7 @@ from tests.helpers import (
     rewrite_metadata,
     run_verify,
     summary,
+    through_ray,
     torchrun,
     verification,
 )

@@ -4,33 +4,17 @@ trainer and an unmodified script through --observe (the world-size matrix throug
 One verification per case and launcher, shared by the assertions; Ctrl-C, a lost cluster and a job that never
 starts."""
 
-import shlex
-import sys
-
 import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
 
 from tests.conftest import free_ports
 from tests.e2e.test_launcher_slurm import judged
-from tests.helpers import TRAINERS, run_verify, verification
+from tests.helpers import OBSERVED_SCRIPT, run_verify, through_ray, verification
 from tests.interrupt import ctrl_c_during_two_trainers, running
 
 pytestmark = pytest.mark.xdist_group("ray")  # one worker, one cluster
 
 REFERENCE = ("--steps", "6", "--interrupt-at", "3", "--faults", "model", "--jobs", "2")
-LOOP = shlex.join([sys.executable, "-B", str(TRAINERS / "out_dir_loop.py"), str(TRAINERS / "out_dir_loop_config.py")])
-SCRIPT = (
-    *("--observe", "--steps", "6", "--interrupt-at", "3", "--jobs", "2", "--resume-from-run"),
-    *("--train-cmd", f"{LOOP} --out_dir={{run}} --max_iters={{steps}}", "--checkpoint", "{run}/ckpt.pt"),
-    *("--resume-cmd", f"{LOOP} --out_dir={{run}} --max_iters={{steps}} --init_from=resume"),
-)
-
-
-def through_ray(tmp_path_factory, address: str, name: str, *args: str):
-    """One verification whose trajectories are Ray jobs, each checked to have run as one."""
-    proc, doc, out = verification(tmp_path_factory, name, *args, "--launcher", "ray", "--ray-address", address)
-    assert {t["ran_on"]["launcher"] for t in doc.get("trajectories", {}).values()} == {"ray"}, proc.stderr[-2000:]
-    return proc, doc, out
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +25,8 @@ def reference(tmp_path_factory, ray_cluster):
 
 @pytest.fixture(scope="module")
 def script(tmp_path_factory, ray_cluster):
-    local = verification(tmp_path_factory, "script-local", *SCRIPT)
-    return local, through_ray(tmp_path_factory, ray_cluster, "script-ray", *SCRIPT)
+    local = verification(tmp_path_factory, "script-local", *OBSERVED_SCRIPT)
+    return local, through_ray(tmp_path_factory, ray_cluster, "script-ray", *OBSERVED_SCRIPT)
 
 
 def test_ray_jobs_give_the_verdicts_and_diagnoses_of_local_processes(reference):

@@ -1,6 +1,7 @@
 """The reference trainer verified through `--launcher slurm` gives what `--launcher local` gives: each trajectory a
 submitit job, run here by submitit's local executor (RESUMEPROOF_SUBMITIT_CLUSTER=local, docs/cluster.md), which
-runs the same job objects a Slurm cluster would. One verification per launcher, shared by the assertions."""
+runs the same job objects a Slurm cluster would; the same for an unmodified script through --observe (two nodes of a
+torchrun job: tests/e2e/test_distributed.py). One verification per launcher and case, shared by the assertions."""
 
 import os
 import sys
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV
-from tests.helpers import REPO, verification
+from tests.helpers import OBSERVED_SCRIPT, REPO, verification
 from tests.interrupt import ctrl_c_during_two_trainers, running
 
 VERIFY = [sys.executable, "-B", str(REPO / "verify_resume.py")]
@@ -23,11 +24,15 @@ def local(tmp_path_factory):
     return verification(tmp_path_factory, "local", *ARGS)
 
 
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
+def through_slurm(tmp_path_factory, name: str, *args: str):
     with pytest.MonkeyPatch.context() as env:
         env.setenv(SUBMITIT_CLUSTER_ENV, "local")
-        return verification(tmp_path_factory, "slurm", *ARGS, "--launcher", "slurm")
+        return verification(tmp_path_factory, name, *args, "--launcher", "slurm")
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    return through_slurm(tmp_path_factory, "slurm", *ARGS)
 
 
 def judged(doc: dict) -> dict:
@@ -56,6 +61,18 @@ def test_each_trajectory_records_the_job_it_ran_as_once(slurm):
     assert placed and all(p["launcher"] == "slurm (submitit's local executor)" and p["attempts"] == 1 for p in placed)
     assert len({p["job_id"] for p in placed}) == len(placed)  # one job each
     assert all((out / "launches" / f"{p['job_id']}_submitted.pkl").is_file() for p in placed)
+
+
+def test_an_unmodified_script_observed_through_slurm_is_judged_as_locally(tmp_path_factory):
+    """The observer's records written by the jobs and read back: the verdicts of the same script run locally."""
+    local_proc, local_doc, _ = verification(tmp_path_factory, "script-local", *OBSERVED_SCRIPT)
+    slurm_proc, slurm_doc, _ = through_slurm(tmp_path_factory, "script-slurm", *OBSERVED_SCRIPT)
+    assert local_proc.returncode == 0, local_proc.stderr
+    assert slurm_proc.returncode == 0, slurm_proc.stderr
+    assert {t["ran_on"]["launcher"] for t in slurm_doc["trajectories"].values()} == {
+        "slurm (submitit's local executor)"
+    }
+    assert judged(slurm_doc) == judged(local_doc)
 
 
 def test_local_processes_record_no_job(local):
