@@ -1,7 +1,7 @@
 """End to end, a trainer that differs from itself, judged in two tiers (docs/checks.md): its restore bit for bit
 (a resume of 0 updates against what the interrupted run saved), its trajectory within its run-to-run spread as
-its repeats measured it. Torch-free trainers here (tests/trainers/_scalar_loop.py, noise from a generator the OS
-seeds); trainers that emulate atomics, a kit trainer and an unmodified script, in test_atomics_trainers.py."""
+its repeats measured it. Torch-free trainers here (tests/trainers/_scalar_loop.py, noise from a generator seeded
+per run); trainers that emulate atomics, a kit trainer and an unmodified script, in test_atomics_trainers.py."""
 
 import shlex
 import sys

@@ -21,7 +21,7 @@ WARMUP = 3  # updates of lr warm-up; the counter stays there after it
 @dataclass(frozen=True, kw_only=True)
 class Bend:
     restores_warmup: bool = True  # False: the counter is saved but never restored
-    unseeded_from: int | None = None  # from this update on, noise from a generator seeded by the OS as well
+    unseeded_from: int | None = None  # from this update on, noise from a generator seeded per run as well
     masked: float = 0.0  # the weight the loss never reads
 
 
@@ -49,7 +49,10 @@ def run(bend: Bend) -> None:
         warm = state["warm"] if bend.restores_warmup and "warmup" not in args.omit else warm
         if not args.omit_rng_restore and "rng-python" not in args.omit:
             rng.setstate(state["rng"])
-    late = random.Random()  # seeded by the OS: another stream in every process
+    # Another stream in every run of the command (its output folder's name: continuous, continuous-repeat, resumed),
+    # the same in every run of the suite: seeded by the OS, three repeats that happen to agree closely would measure
+    # a band a fourth run leaves by chance (about one suite in fifty)
+    late = random.Random(args.output.name)
     for _ in range(args.steps):
         lr = 0.1 * (warm + 1) / (WARMUP + 1)
         step += 1

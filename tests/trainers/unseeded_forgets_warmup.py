@@ -1,4 +1,4 @@
-"""Fault, in a trainer that differs from itself: noise from a generator the OS seeds from update 1 on, and the lr
+"""Fault, in a trainer that differs from itself: noise from a generator seeded per run from update 1 on, and the lr
 warm-up counter saved but never restored.
 
 A torch-free trainer otherwise correct (tests/trainers/_scalar_loop.py). Every run differs from every other, so

@@ -1,4 +1,4 @@
-"""Fault: from update 5 on, noise from a generator the OS seeds: the trainer differs from itself.
+"""Fault: from update 5 on, noise from a generator seeded per run (its folder's name): the trainer differs from itself.
 
 A correct torch-free trainer otherwise (tests/trainers/_scalar_loop.py). Interrupted before update 5,
 every interrupted history is the continuous run's prefix, and the resume differs from update 5 on: the
