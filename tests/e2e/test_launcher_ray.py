@@ -1,12 +1,14 @@
 """Verifications through `--launcher ray` against a real Ray cluster on this machine (the `ray_cluster` fixture:
 `ray start --head`, 2 CPUs, the dashboard the Jobs API needs) give what `--launcher local` gives: the reference
-trainer and an unmodified script through --observe (the world-size matrix through Ray: tests/e2e/test_distributed.py).
-One verification per case and launcher, shared by the assertions; Ctrl-C, a lost cluster and a job that never
-starts."""
+trainer's fault matrix (every part omitted, each caught and named) and an unmodified script through --observe (the
+world-size matrix through Ray: tests/e2e/test_distributed.py). One verification per case and launcher, shared by the
+assertions; Ctrl-C, a lost cluster and a job that never starts."""
 
 import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
 
+from resumeproof.common.protocol import STANDARD_PARTS
+from tests.agreements import contradictions
 from tests.conftest import free_ports
 from tests.e2e.test_launcher_slurm import judged
 from tests.helpers import OBSERVED_SCRIPT, run_verify, through_ray, verification
@@ -14,13 +16,14 @@ from tests.interrupt import ctrl_c_during_two_trainers, running
 
 pytestmark = pytest.mark.xdist_group("ray")  # one worker, one cluster
 
-REFERENCE = ("--steps", "6", "--interrupt-at", "3", "--faults", "model", "--jobs", "2")
+MATRIX = ("--faults", "all", "--jobs", "2")  # the reference trainer, every part it declares omitted in turn
+SHORT = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")  # for the verifications that never run a trainer
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, ray_cluster):
-    local = verification(tmp_path_factory, "local", *REFERENCE)
-    return local, through_ray(tmp_path_factory, ray_cluster, "ray", *REFERENCE)
+    local = verification(tmp_path_factory, "local", *MATRIX)
+    return local, through_ray(tmp_path_factory, ray_cluster, "ray", *MATRIX)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +37,29 @@ def test_ray_jobs_give_the_verdicts_and_diagnoses_of_local_processes(reference):
     assert local_proc.returncode == 0, local_proc.stderr
     assert ray_proc.returncode == 0, ray_proc.stderr
     assert judged(ray_doc) == judged(local_doc)
-    assert judged(ray_doc)["faults"]["model"][0] and judged(ray_doc)["no_rng"] == "divergent"  # caught, both
+    assert judged(ray_doc)["no_rng"] == "divergent"
+
+
+def test_through_ray_every_omitted_part_is_caught_and_named(reference):
+    _, (proc, doc, _) = reference
+    assert list(doc["faults"]) == list(STANDARD_PARTS)  # what the trainer declares in one process (meta.parts)
+    assert doc["parts"] == list(STANDARD_PARTS)
+    for part, fault in doc["faults"].items():
+        assert fault["detected"] is True, part
+        assert fault["caught_by"] and fault["first_mismatch"], part
+    caught = {part: set(fault["caught_by"]) for part, fault in doc["faults"].items()}
+    assert "history.rows" in caught["data"]  # another permutation: other rows at step 6
+    assert "history.lr" in caught["scheduler"]  # the lr drops at the wrong step
+    assert {"step", "history"} <= caught["progress"]  # the counter restarts: wrong step, short history
+    assert doc["blind_to"] == []
+    assert "fault matrix" in proc.stderr and "all 8 faults caught" in proc.stderr
+    # each named by its own part, the model too: in the files a lost model shows only in the loss, as an unreported
+    # generator or buffer would; the observer saw the model's parameters differ entering the first resumed update
+    named = {part: fault["diagnosis"]["lost"] for part, fault in doc["faults"].items()}
+    assert named == {p: p for p in STANDARD_PARTS}
+    assert doc["faults"]["model"]["diagnosis"]["rule"] == "first-update"
+    assert not any(fault["identical_to_full_resume"] for fault in doc["faults"].values())
+    assert contradictions(doc, faults_all=True) == []
 
 
 def test_each_trajectory_records_the_ray_job_it_ran_as_once(reference, ray_cluster):
@@ -58,14 +83,14 @@ def test_an_unmodified_script_observed_through_ray_is_judged_as_locally(script):
 def test_a_lost_cluster_is_exit_2_with_one_line_naming_the_address(tmp_path):
     (port,) = free_ports(1)
     address = f"http://127.0.0.1:{port}"
-    proc = run_verify("--output", str(tmp_path / "v"), *REFERENCE, "--launcher", "ray", "--ray-address", address)
+    proc = run_verify("--output", str(tmp_path / "v"), *SHORT, "--launcher", "ray", "--ray-address", address)
     said = [line for line in proc.stderr.splitlines() if address in line]
     assert proc.returncode == 2 and len(said) == 1 and f"no Ray cluster at {address}" in said[0], proc.stderr
 
 
 def test_a_job_that_never_starts_is_exit_2_after_the_timeout_with_rays_word(tmp_path, ray_cluster):
     """One GPU asked of a cluster that has none: Ray keeps the job PENDING, and says why."""
-    argv = ("--output", str(tmp_path / "v"), *REFERENCE, "--launcher", "ray", "--ray-address", ray_cluster)
+    argv = ("--output", str(tmp_path / "v"), *SHORT, "--launcher", "ray", "--ray-address", ray_cluster)
     proc = run_verify(*argv, "--ray-gpus-per-job", "1", "--timeout", "3")
     assert proc.returncode == 2, proc.stderr
     assert "never started within --timeout 3 s: status PENDING: Job has not started yet" in proc.stderr

@@ -1,5 +1,6 @@
 """End to end, the proof extended: every interruption point, chains of segments, a checkpoint
-cadence that must change nothing, the fault matrix (each omitted part must be caught), the plot.
+cadence that must change nothing, the plot. The fault matrix (each omitted part caught and named) runs through Ray
+jobs and local processes alike in tests/e2e/test_launcher_ray.py.
 """
 
 import os
@@ -11,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from resumeproof.common.protocol import STANDARD_PARTS
 from tests.agreements import contradictions
 from tests.helpers import REPO, TRAINERS, read_verification, run_verify
 
@@ -28,33 +28,6 @@ def verify(out: Path, *args: str, env: dict | None = None) -> tuple[subprocess.C
 
 def trainer_cmd(script: str) -> str:
     return shlex.join([sys.executable, "-B", str(TRAINERS / script)])
-
-
-@pytest.mark.xdist_group("ray")  # through the Ray launcher (issue 31): the worker that holds the Ray tests' cluster
-def test_every_omitted_part_is_caught(tmp_path, ray_cluster):
-    """The fault matrix, each trajectory a Ray job on a local head (docs/cluster.md): the verdicts and diagnoses of
-    local processes (tests/e2e/test_launcher_ray.py compares the two on a smaller matrix)."""
-    proc, doc = verify(tmp_path / "run", "--faults", "all", "--launcher", "ray", "--ray-address", ray_cluster)
-    assert proc.returncode == 0, proc.stderr
-    assert list(doc["faults"]) == list(STANDARD_PARTS)  # what the trainer declares in one process (meta.parts)
-    assert doc["parts"] == list(STANDARD_PARTS)
-    for part, fault in doc["faults"].items():
-        assert fault["detected"] is True, part
-        assert fault["caught_by"] and fault["first_mismatch"], part
-    caught = {part: set(fault["caught_by"]) for part, fault in doc["faults"].items()}
-    assert "history.rows" in caught["data"]  # another permutation: other rows at step 6
-    assert "history.lr" in caught["scheduler"]  # the lr drops at the wrong step
-    assert {"step", "history"} <= caught["progress"]  # the counter restarts: wrong step, short history
-    assert doc["blind_to"] == []
-    assert "fault matrix" in proc.stderr and "all 8 faults caught" in proc.stderr
-    # each named by its own part, the model too: in the files a lost model shows only in the loss, as an unreported
-    # generator or buffer would; the observer saw the model's parameters differ entering the first resumed update
-    named = {part: fault["diagnosis"]["lost"] for part, fault in doc["faults"].items()}
-    assert named == {p: p for p in STANDARD_PARTS}
-    assert doc["faults"]["model"]["diagnosis"]["rule"] == "first-update"
-    assert not any(fault["identical_to_full_resume"] for fault in doc["faults"].values())
-    assert contradictions(doc, faults_all=True) == []
-    assert {t["ran_on"]["launcher"] for t in doc["trajectories"].values()} == {"ray"}
 
 
 @pytest.fixture(scope="module")
