@@ -30,13 +30,6 @@ FRAMEWORK_EXAMPLES = {  # the adapters' examples, and the plain loop beside them
 }
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run")
 LAUNCH_TIMEOUT = 300  # generous: four ranks on two shared cores
-# An unmodified script verified through --observe, resumed from its own output folder (the launchers' tests)
-_LOOP = shlex.join([sys.executable, "-B", str(TRAINERS / "out_dir_loop.py"), str(TRAINERS / "out_dir_loop_config.py")])
-OBSERVED_SCRIPT = (
-    *("--observe", "--steps", "6", "--interrupt-at", "3", "--jobs", "2", "--resume-from-run"),
-    *("--train-cmd", f"{_LOOP} --out_dir={{run}} --max_iters={{steps}}", "--checkpoint", "{run}/ckpt.pt"),
-    *("--resume-cmd", f"{_LOOP} --out_dir={{run}} --max_iters={{steps}} --init_from=resume"),
-)
 
 
 def code_that_touches(how: str, marker: Path) -> RunsCode:
@@ -241,13 +234,6 @@ def verification(tmp_path_factory, name: str, *args: str) -> tuple[subprocess.Co
     proc = run_verify("--output", str(out), *args, timeout=2 * LAUNCH_TIMEOUT)
     report = out / "verification.json"
     return proc, read_verification(report) if report.is_file() else {}, out
-
-
-def through_ray(tmp_path_factory, address: str, name: str, *args: str):
-    """One verification whose trajectories are Ray jobs, each checked to have run as one."""
-    proc, doc, out = verification(tmp_path_factory, name, *args, "--launcher", "ray", "--ray-address", address)
-    assert {t["ran_on"]["launcher"] for t in doc.get("trajectories", {}).values()} == {"ray"}, proc.stderr[-2000:]
-    return proc, doc, out
 
 
 def reusing(tmp_path_factory, *shared: str) -> Callable[..., tuple[subprocess.CompletedProcess, dict, Path]]:

@@ -21,7 +21,6 @@ import pytest
 from resumeproof.common import dcp_check, protocol
 from resumeproof.verify.judge.compare import compare_keys, merge
 from resumeproof.verify.run import accept
-from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV
 from resumeproof.verify.run.trajectories import TrajectoryError
 from tests.helpers import (
     LAUNCH_TIMEOUT,
@@ -37,10 +36,9 @@ from tests.helpers import (
     rewrite_metadata,
     run_verify,
     summary,
-    through_ray,
     torchrun,
-    verification,
 )
+from tests.launchers import through_ray, through_slurm
 
 # Every verification of the world-size matrix runs each trajectory as a Ray job on the local head (issue 31: the same
 # verdicts as local processes): the tests that read them on the worker that holds the Ray tests' cluster, so that each
@@ -77,10 +75,7 @@ def two_nodes(tmp_path_factory):
     here on one machine)."""
     one_per_node = shlex.join([*TORCHRUN, "--nproc-per-node", "1", str(TRAIN)])
     faults = ("--faults", "other-ranks.data,other-ranks.rng", "--steps", "4", "--interrupt-at", "2")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv(SUBMITIT_CLUSTER_ENV, "local")
-        nodes = ("--launcher", "slurm", "--slurm-nodes", "2")
-        return verification(tmp_path_factory, "two-nodes", "--train-cmd", one_per_node, *faults, *nodes)
+    return through_slurm(tmp_path_factory, "two-nodes", "--train-cmd", one_per_node, *faults, "--slurm-nodes", "2")
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 from resumeproof.common.protocol import STANDARD_PARTS
 from tests.agreements import contradictions
 from tests.conftest import free_ports
-from tests.e2e.test_launcher_slurm import judged
-from tests.helpers import OBSERVED_SCRIPT, run_verify, through_ray, verification
+from tests.helpers import run_verify, verification
 from tests.interrupt import ctrl_c_during_two_trainers, running
+from tests.launchers import OBSERVED_SCRIPT, judged, through_ray
 
 pytestmark = pytest.mark.xdist_group("ray")  # one worker, one cluster
 

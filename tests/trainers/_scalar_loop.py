@@ -50,8 +50,8 @@ def run(bend: Bend) -> None:
         if not args.omit_rng_restore and "rng-python" not in args.omit:
             rng.setstate(state["rng"])
     # Another stream in every run of the command (its output folder's name: continuous, continuous-repeat, resumed),
-    # the same in every run of the suite: seeded by the OS, three repeats that happen to agree closely would measure
-    # a band a fourth run leaves by chance (about one suite in fifty)
+    # the same in every run of the suite: seeded by the OS, three repeats that happened to agree closely measured a
+    # band a fourth run then left by chance (it failed a full run once)
     late = random.Random(args.output.name)
     for _ in range(args.steps):
         lr = 0.1 * (warm + 1) / (WARMUP + 1)
