@@ -11,6 +11,7 @@ import socket
 import subprocess
 import threading
 from types import FrameType
+from typing import BinaryIO
 
 CANNOT_START = 127  # the shell's exit status for a command it cannot find
 # What a trajectory's environment changes in the one it starts from: variables set, variables removed. Only the
@@ -31,27 +32,36 @@ def changed(base: dict[str, str], made: Changes) -> dict[str, str]:
 
 def run(argv: list[str], log: str, changes: Changes | None, starts: str) -> int:
     """Run `argv` to its end in the job's environment with `changes` made; its exit code. A cancelled job (SIGINT,
-    SIGTERM) kills the command's session first."""
+    SIGTERM) kills the command's session first, wherever the interrupt lands once the command has started."""
     env = None if changes is None else changed(dict(os.environ), changes)
     devices = (env if env is not None else os.environ).get("CUDA_VISIBLE_DEVICES", "")
     with open(starts, "a") as mark:
         mark.write(f"{socket.gethostname()}\t{devices}\n")
-    with open(log, "ab") as out:
-        try:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
-            )
-        except OSError as err:  # no such command on the node, not executable: said in the log, as a shell would
-            out.write(f"cannot start {argv[0]!r} on {socket.gethostname()}: {err.strerror or err}\n".encode())
-            return CANNOT_START
-        if threading.current_thread() is threading.main_thread():  # as in a job; a test may call it from a thread
-            signal.signal(signal.SIGTERM, _interrupt)  # submitit only logs a SIGTERM: the command must end too
-        try:
+    main = threading.current_thread() is threading.main_thread()  # as in a job; a test may call it from a thread
+    # submitit only logs a SIGTERM: the command must end too. The caller's handler is put back (a test's process).
+    before = signal.signal(signal.SIGTERM, _interrupt) if main else None
+    proc = None
+    try:
+        with open(log, "ab") as out:
+            try:
+                proc = _start(argv, out, env)
+            except OSError as err:  # no such command on the node, not executable: said in the log as a shell would
+                out.write(f"cannot start {argv[0]!r} on {socket.gethostname()}: {err.strerror or err}\n".encode())
+                return CANNOT_START
             return proc.wait()
-        finally:
-            if proc.poll() is None:  # cancelled, or timed out by the scheduler: not one process left behind
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    finally:
+        if proc is not None and proc.poll() is None:  # cancelled, or timed out by the scheduler: nothing left behind
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if main:
+            signal.signal(signal.SIGTERM, before)
+
+
+def _start(argv: list[str], out: BinaryIO, env: dict[str, str] | None) -> "subprocess.Popen[bytes]":
+    """`argv` in a session of its own (a cancel kills all it started), its output into `out`."""
+    return subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
+    )
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -3,6 +3,7 @@ code, the log, the environment, a job that never starts, a lost cluster, stoppin
 cluster cannot be made to misbehave (a retried entrypoint)."""
 
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -146,6 +147,8 @@ def test_job_py_runs_as_a_file_with_the_names_to_remove_before_the_command(tmp_p
     monkeypatch.setenv("GONE", "x")
     log, starts = tmp_path / "t.log", tmp_path / "starts"
     show = "import os; print(os.environ.get('GONE'))"
+    before = signal.getsignal(signal.SIGTERM)
     assert job.main([str(log), str(starts), "GONE", "--", sys.executable, "-c", show]) == 0
     assert log.read_text() == "None\n" and len(job.started(str(starts))) == 1
+    assert signal.getsignal(signal.SIGTERM) is before  # the job's SIGTERM handler is not left in the caller
     assert Path(job.__file__).read_text().count("import resumeproof") == 0  # the node needs no resumeproof

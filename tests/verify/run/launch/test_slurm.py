@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,14 @@ SLEEPER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid()));
 
 
 @pytest.fixture
-def local_jobs(tmp_path, monkeypatch) -> Slurm:
+def local_jobs(tmp_path, monkeypatch) -> Iterator[Slurm]:
+    """The Slurm launcher on submitit's local executor, started as from a terminal. The executor cancels a job with
+    a SIGINT to its controller, which inherits this process's SIGINT: a suite started in the background of a script
+    (`pytest &`) ignores it, and so would every controller (a real cluster's scancel depends on nothing here)."""
     monkeypatch.setenv(SUBMITIT_CLUSTER_ENV, "local")
-    return Slurm(SLURM, tmp_path / "launches")
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield Slurm(SLURM, tmp_path / "launches")
+    signal.signal(signal.SIGINT, before)
 
 
 def gone(pid_file: Path) -> bool:
