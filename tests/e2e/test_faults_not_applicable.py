@@ -4,7 +4,8 @@ verification passes and every report lists it with the call the script never mad
 same for the negative control of a script that restores no generator through a setter (it seeds again, as nanoGPT
 does): not applicable, never "divergent". Two styles: a transformers `Trainer` script through HfArgumentParser
 (examples/unmodified/hf_trainer.py on the CPU: no GradScaler) and a plain loop in nanoGPT's shape
-(tests/trainers/inclusive_loop.py: no scheduler, no GradScaler, max_iters + 1 updates)."""
+(tests/trainers/inclusive_loop.py: no scheduler, no GradScaler, max_iters + 1 updates). The Trainer script resumed
+with `ignore_data_skip=True`, a bug in its resume alone, reuses the exact script's runs."""
 
 import shlex
 import sys
@@ -27,8 +28,8 @@ def hf(tmp_path_factory):
     out = tmp_path_factory.mktemp("ci")
     reports = ("--junit-xml", str(out / "junit.xml"), "--summary-md", str(out / "summary.md"))
     args = ("--preset", "transformers", "--faults", "all", "--train-cmd", f"{HF} --report_to none", *reports)
-    proc, doc, _ = verification(tmp_path_factory, "hf-all", *SMALL, *args)
-    return proc, doc, (out / "junit.xml").read_text(), (out / "summary.md").read_text()
+    proc, doc, runs = verification(tmp_path_factory, "hf-all", *SMALL, *args)
+    return proc, doc, (out / "junit.xml").read_text(), (out / "summary.md").read_text(), runs
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def loop(tmp_path_factory):
 
 @ON_HF
 def test_an_exact_trainer_script_under_faults_all_passes_with_the_scaler_it_never_loads_not_applicable(hf):
-    proc, doc, _, _ = hf
+    proc, doc, _, _, _ = hf
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert {part: f["status"] for part, f in doc["faults"].items()} == {
         "model": "caught",
@@ -61,7 +62,7 @@ def test_an_exact_trainer_script_under_faults_all_passes_with_the_scaler_it_neve
 
 @ON_HF
 def test_the_ci_reports_skip_the_fault_that_did_not_apply_and_say_why(hf):
-    _, _, xml, md = hf
+    _, _, xml, md, _ = hf
     assert 'failures="0"' in xml and 'skipped="1"' in xml
     assert '<skipped message="not applicable: the script never called torch.amp.GradScaler.load_state_dict"' in xml
     assert md.startswith("## resumeproof: PASSED (exit 0)") and "| scaler | not applicable |" in md
@@ -71,7 +72,7 @@ def test_the_ci_reports_skip_the_fault_that_did_not_apply_and_say_why(hf):
 def test_the_trainers_own_checkpoint_is_reported_without_advising_an_option_observe_refuses(hf):
     """The Trainer's checkpoint holds pickles it loads itself: resumed from all the same, and `check` says so; it
     advises no --allow-unsafe-pickle, which verify --observe does not take."""
-    proc, doc, _, md = hf
+    proc, doc, _, md, _ = hf
     checked = doc["trajectories"]["interrupted"]["check"]
     assert checked["verdict"] == "refused" and checked["path"].endswith("checkpoint-2")
     assert "rng_state.pth: a pickle" in checked["line"] and "the script loads it itself" in checked["line"]
@@ -113,3 +114,20 @@ def test_a_loop_that_seeds_its_generator_again_fails_on_its_resume_and_its_contr
     assert control["passed"] and control["diagnosis"] is None and "torch.set_rng_state" in control["not_applicable"]
     assert doc["verdict"]["line"].startswith("FAILED: resumed's first update does not start from what")
     assert doc["verdict"]["line"].endswith("lost rng-torch") and "negative control" not in doc["verdict"]["line"]
+
+
+@ON_HF
+def test_a_trainer_resumed_with_ignore_data_skip_is_caught_with_the_data_position_named(tmp_path_factory, hf):
+    """`ignore_data_skip=True` starts the resumed epoch from its beginning: the new iterator draws from the restored
+    generator, and the first resumed batch is the continuous run's first. Its bug is in its resume alone: the exact
+    script's runs are reused."""
+    train, resume = f"{HF} --report_to none", f"{HF} --report_to none --ignore_data_skip true"
+    args = ("--preset", "transformers", "--train-cmd", train, "--resume-cmd", resume, "--reuse-runs", str(hf[4]))
+    proc, doc, _ = verification(tmp_path_factory, "hf-bug", *SMALL, *args)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert doc["trajectories"]["interrupted"]["reused_from"] == str(hf[4])
+    (restore,) = [c for c in doc["checks"] if c["kind"] == "restore"]  # the epoch's first batch again
+    assert (
+        restore["diagnosis"]["lost"] == "data"
+        and "the continuous run's of update 1" in restore["diagnosis"]["explanation"]
+    )

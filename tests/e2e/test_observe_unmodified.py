@@ -20,7 +20,6 @@ PY = shlex.quote(sys.executable)
 NANOGPT = (
     f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'nanogpt_style.py'))} --max-iters {{steps}} --out-dir {{run}}"
 )
-HF = f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'hf_trainer.py'))} --per_device_train_batch_size 4 --use_cpu"
 LIGHTNING = (
     f"{PY} -B {shlex.quote(str(EXAMPLES / 'unmodified' / 'lightning_cli.py'))} fit --trainer.logger false"
     " --trainer.enable_progress_bar false --trainer.enable_model_summary false"
@@ -84,20 +83,6 @@ def test_a_preemptible_script_stopped_by_sigterm_resumes_exactly(tmp_path_factor
     # It restores no generator through the global setters (its numpy Generator is its own): the control says so.
     (control,) = checks(doc, "negative-control")
     assert control["passed"] and "not applicable" in control["name"] and not doc["negative_divergence_detected"]
-
-
-def test_a_trainer_resumed_with_ignore_data_skip_is_caught_with_the_data_position_named(tmp_path_factory):
-    """`ignore_data_skip=True` starts the resumed epoch from its beginning: the new iterator draws from the restored
-    generator, and the first resumed batch is the continuous run's first."""
-    args = ("--observe", "--preset", "transformers", "--steps", "8", "--interrupt-at", "3")
-    train, resume = f"{HF} --report_to none", f"{HF} --report_to none --ignore_data_skip true"
-    proc, doc, _ = verification(tmp_path_factory, "hf-bug", *args, "--train-cmd", train, "--resume-cmd", resume)
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    (restore,) = checks(doc, "restore")  # the epoch's first batch again: the histories' rows are not needed
-    assert (
-        restore["diagnosis"]["lost"] == "data"
-        and "the continuous run's of update 1" in restore["diagnosis"]["explanation"]
-    )
 
 
 def test_a_lightning_cli_script_resumes_exactly_through_the_preset(tmp_path_factory):
