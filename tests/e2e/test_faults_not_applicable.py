@@ -8,7 +8,10 @@ does): not applicable, never "divergent". Two styles: a transformers `Trainer` s
 with `ignore_data_skip=True`, a bug in its resume alone, reuses the exact script's runs."""
 
 import shlex
+import subprocess
 import sys
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -22,14 +25,24 @@ SMALL = ("--observe", "--jobs", "2", "--steps", "4", "--interrupt-at", "2")
 ON_HF, ON_LOOP = pytest.mark.xdist_group("faults-hf"), pytest.mark.xdist_group("faults-loop")
 
 
+class Reported(NamedTuple):
+    """A verification with its CI reports, and its output folder (whose runs a bug in the resume alone reuses)."""
+
+    proc: subprocess.CompletedProcess
+    doc: dict
+    xml: str
+    md: str
+    out: Path
+
+
 @pytest.fixture(scope="module")
-def hf(tmp_path_factory):
+def hf(tmp_path_factory) -> Reported:
     """The Trainer script, exact, --faults all, with the CI reports."""
     out = tmp_path_factory.mktemp("ci")
     reports = ("--junit-xml", str(out / "junit.xml"), "--summary-md", str(out / "summary.md"))
     args = ("--preset", "transformers", "--faults", "all", "--train-cmd", f"{HF} --report_to none", *reports)
     proc, doc, runs = verification(tmp_path_factory, "hf-all", *SMALL, *args)
-    return proc, doc, (out / "junit.xml").read_text(), (out / "summary.md").read_text(), runs
+    return Reported(proc, doc, (out / "junit.xml").read_text(), (out / "summary.md").read_text(), runs)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +55,7 @@ def loop(tmp_path_factory):
 
 @ON_HF
 def test_an_exact_trainer_script_under_faults_all_passes_with_the_scaler_it_never_loads_not_applicable(hf):
-    proc, doc, _, _, _ = hf
+    proc, doc = hf.proc, hf.doc
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert {part: f["status"] for part, f in doc["faults"].items()} == {
         "model": "caught",
@@ -62,7 +75,7 @@ def test_an_exact_trainer_script_under_faults_all_passes_with_the_scaler_it_neve
 
 @ON_HF
 def test_the_ci_reports_skip_the_fault_that_did_not_apply_and_say_why(hf):
-    _, _, xml, md, _ = hf
+    xml, md = hf.xml, hf.md
     assert 'failures="0"' in xml and 'skipped="1"' in xml
     assert '<skipped message="not applicable: the script never called torch.amp.GradScaler.load_state_dict"' in xml
     assert md.startswith("## resumeproof: PASSED (exit 0)") and "| scaler | not applicable |" in md
@@ -72,7 +85,7 @@ def test_the_ci_reports_skip_the_fault_that_did_not_apply_and_say_why(hf):
 def test_the_trainers_own_checkpoint_is_reported_without_advising_an_option_observe_refuses(hf):
     """The Trainer's checkpoint holds pickles it loads itself: resumed from all the same, and `check` says so; it
     advises no --allow-unsafe-pickle, which verify --observe does not take."""
-    proc, doc, _, md, _ = hf
+    proc, doc, md = hf.proc, hf.doc, hf.md
     checked = doc["trajectories"]["interrupted"]["check"]
     assert checked["verdict"] == "refused" and checked["path"].endswith("checkpoint-2")
     assert "rng_state.pth: a pickle" in checked["line"] and "the script loads it itself" in checked["line"]
@@ -122,10 +135,10 @@ def test_a_trainer_resumed_with_ignore_data_skip_is_caught_with_the_data_positio
     generator, and the first resumed batch is the continuous run's first. Its bug is in its resume alone: the exact
     script's runs are reused."""
     train, resume = f"{HF} --report_to none", f"{HF} --report_to none --ignore_data_skip true"
-    args = ("--preset", "transformers", "--train-cmd", train, "--resume-cmd", resume, "--reuse-runs", str(hf[4]))
+    args = ("--preset", "transformers", "--train-cmd", train, "--resume-cmd", resume, "--reuse-runs", str(hf.out))
     proc, doc, _ = verification(tmp_path_factory, "hf-bug", *SMALL, *args)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    assert doc["trajectories"]["interrupted"]["reused_from"] == str(hf[4])
+    assert doc["trajectories"]["interrupted"]["reused_from"] == str(hf.out)
     (restore,) = [c for c in doc["checks"] if c["kind"] == "restore"]  # the epoch's first batch again
     assert (
         restore["diagnosis"]["lost"] == "data"

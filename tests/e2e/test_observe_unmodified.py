@@ -2,8 +2,9 @@
 are: a correct resume passes and each bug fails with the part it lost named, scripts that break the rules
 differently (nanoGPT-style: a checkpoint per step, the global generator, `--stop exit`; a large bf16 one at a CPU
 size: one checkpoint overwritten after every update, batches from the device's generator; a preemptible one: a
-directory per step, a LambdaLR, its own numpy Generator, a SIGTERM handler, `--stop sigterm`; a transformers
-`Trainer` and a `LightningCLI` script through their presets; a DDP script under torchrun, every rank watched). A
+directory per step, a LambdaLR, its own numpy Generator, a SIGTERM handler, `--stop sigterm`; a `LightningCLI`
+script through its preset (a transformers `Trainer` script's bug: test_faults_not_applicable.py, beside the runs it
+reuses); a DDP script under torchrun, every rank watched). A
 script that differs from itself is judged by its restore and its measured spread (test_atomics_e2e.py), or with
 --require-deterministic reported as such, with a verdict on its restore all the same."""
 
