@@ -52,11 +52,13 @@ def test_the_formatter_formats_nearly_everything():
     assert sum(skips.values()) <= 20, skips
 
 
-def test_no_module_of_the_package_or_the_benchmarks_is_over_320_lines():
+def test_no_module_of_the_package_or_the_benchmarks_is_an_outlier_of_over_500_lines():
+    """Modules are cut by concept, never by length (docs/architecture.md): a long one is a smell to read again, and
+    only a true outlier trips this. A wall of 320 lines made files split along their length mean less."""
     long = {
         path.relative_to(REPO).as_posix(): length
         for root in ("resumeproof", "benchmarks")
         for path in sorted((REPO / root).rglob("*.py"))
-        if (length := len(path.read_text().splitlines())) > 320
+        if (length := len(path.read_text().splitlines())) > 500
     }
     assert long == {}

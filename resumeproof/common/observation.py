@@ -48,6 +48,11 @@ MOMENTS = (START, FORWARD, LOSS, STEP, AFTER)
 GENERATORS, BATCH, MODEL, GRADS = "generators", "batch", "model", "grads"
 OPTIMIZER, GROUPS, SCHEDULERS, SCALERS, PARAMS = "optimizer", "groups", "schedulers", "scalers", "params"
 AVERAGED = "averaged"  # every torch.optim.swa_utils.AveragedModel (an EMA, SWA), at the step: no forward pass uses it
+ATTRIBUTES = "attributes"  # at the forward pass: the plain attributes of the root's modules of the trainer's classes
+TARGET = "target"  # at the loss: the target of the update's first loss function (torch.nn.functional's, a loss module)
+# At the step: every other module the update called (a teacher, an EMA kept by hand), by name: its parameters' and
+# buffers' digests (STATE) and whether the stepping optimizer holds its parameters (OPTIMIZED).
+MODULES, STATE, OPTIMIZED = "modules", "state", "optimized"
 BACKWARDS = "backwards"  # at the step: the backward passes since the previous update (gradient accumulation)
 UNSEEN = "unseen"  # at the step: the state the observer could not read ("scaler.growth_tracker"), each once
 VALUE, DIGEST, SCALE = "value", "digest", "scale"
@@ -94,9 +99,11 @@ def updates_wanted(text: str | None) -> frozenset[int]:
 
 
 def stop_asked(text: str | None) -> tuple[str, int] | None:
-    """`STOP_ENV` read: (how, K), or None when absent or unreadable (the observer then stops nothing)."""
+    """`STOP_ENV` read: (how, K), or None when absent or unreadable (the observer then stops nothing). `exit:0` ends
+    a resumed process right before its first update's step: what its checkpoint feeds that update, and nothing
+    more (verify/plan/trainer.py's inputs of a restore)."""
     how, _, k = (text or "").partition(":")
-    return (how, int(k)) if how in STOPS and k.isdigit() and int(k) >= 1 else None
+    return (how, int(k)) if how in STOPS and k.isdigit() and int(k) >= (0 if how == EXIT else 1) else None
 
 
 def blocks_asked(text: str | None) -> frozenset[str]:
@@ -155,6 +162,7 @@ class Forward(Moment):  # at the first forward pass that trains
     generators: Generators | None = None
     batch: str | None = None  # what enters the root module
     model: Digests | None = None  # its parameters and buffers
+    attributes: dict[str, Any] | None = None  # "ROOT.PATH.NAME" -> a plain value, or a large tensor's digest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,6 +170,7 @@ class Loss(Moment):  # the loss handed to backward, unscaled where a GradScaler 
     digest: str | None = None
     value: float | None = None
     scale: float | None = None  # the GradScaler's
+    target: str | None = None  # what the update's first loss function held the output to
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,6 +182,7 @@ class Step(Moment):  # right before the optimizer's step
     averaged: ByClass | None = None
     backwards: int | None = None
     unseen: list[str] | None = None
+    modules: dict[str, dict[str, Any]] | None = None  # name -> {STATE: Digests, OPTIMIZED: bool}
 
 
 @dataclass(frozen=True, kw_only=True)

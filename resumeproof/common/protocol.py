@@ -95,6 +95,12 @@ def restored_name(resume: str) -> str:
     return f"{RESTORED}-{resume}"
 
 
+def fed_name(resume: str) -> str:
+    """A second resume beside a resume, ended before its first update's step (`resumed` -> `restored-inputs`):
+    what the checkpoint feeds that update, held against the resume's own (docs/checks.md, the restore tier)."""
+    return f"{restored_name(resume)}-inputs"
+
+
 CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not disturb the run
 FAULT_PREFIX, CHAIN_PREFIX = "fault-", "chain"
 # The branches `resumeproof fork` always runs besides the user's (docs/fork.md): without overrides, and its repeat.

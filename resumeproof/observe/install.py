@@ -1,7 +1,7 @@
 """The observer's hooks into torch (global module and optimizer hooks), and the few functions it wraps to learn
-what no hook tells: the loss handed to backward (unscaled, where a GradScaler scales it), the LR schedulers and
-GradScalers a trainer builds, a step a GradScaler skips, and every generator restore or seed (torch's, CUDA's,
-NumPy's legacy global, Python's `random`, and the kit's `Generators`).
+what no hook tells: the loss handed to backward (unscaled, where a GradScaler scales it), the target a loss function
+is given, the LR schedulers and GradScalers a trainer builds, a step a GradScaler skips, and every generator restore
+or seed (torch's, CUDA's, NumPy's legacy global, Python's `random`, and the kit's `Generators`).
 
 Every wrapper calls the original first or last exactly as it was called, and keeps what it learns behind a guard:
 a failure inside the observer stops the recording and is written down, never raised into the trainer.
@@ -46,6 +46,7 @@ def install(
     torch_optimizer.register_optimizer_step_pre_hook(guarded(o, o.step_pre))
     torch_optimizer.register_optimizer_step_post_hook(guarded(o, o.step_post))
     _losses(o)
+    _targets(o)
     _built(o)
     _iterators(o)
     _torch_restores(o, names)
@@ -127,6 +128,38 @@ def _losses(o: Observer) -> None:
     _before(torch.Tensor, "backward", guarded(o, lambda self, *a, **k: o.loss(self)))
     _before(torch.autograd, "backward", guarded(o, lambda tensors, *a, **k: o.loss(_first(tensors))))
     _before(torch.autograd, "backward", guarded(o, lambda *a, **k: o.backward()))  # Tensor.backward calls it
+
+
+# torch.nn.functional's losses of an (input, target) pair, which torch's loss modules call too (`F.cross_entropy` inside
+# `nn.CrossEntropyLoss`): looked up on the module at every call, so the wrapper sees both.
+TARGETED = (
+    "cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "poisson_nll_loss",
+    "soft_margin_loss",
+    "multilabel_soft_margin_loss",
+    "multilabel_margin_loss",
+    "multi_margin_loss",
+)
+
+
+def _targets(o: Observer) -> None:
+    """The target each loss function is given (a class index, a regression target): data no forward pass takes."""
+
+    def given(*args: Any, **kwargs: Any) -> None:
+        o.target(args[0] if args else kwargs.get("input"), args[1] if len(args) > 1 else kwargs.get("target"))
+
+    functional = torch.nn.functional
+    for name in TARGETED:
+        if hasattr(functional, name):
+            _before(functional, name, guarded(o, given))
 
 
 def _built(o: Observer) -> None:

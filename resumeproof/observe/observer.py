@@ -3,8 +3,9 @@
 Installed by the injected `sitecustomize` (resumeproof/observe/site/) once the trainer imports torch, it counts
 the process's updates (the first optimizer's steps; a step a GradScaler skips counts too) and, for the updates
 `UPDATES_ENV` names, records the moments of common/observation.py: the generators, the batch entering the root
-module and the model at the first forward pass, the loss handed to backward, the gradients, optimizer, LR
-schedulers and GradScalers right before the step, and the parameters after it. Every generator restore is kept
+module, the model and its modules' plain attributes at the first forward pass, the target of the first loss
+function and the loss handed to backward, the gradients, optimizer, LR schedulers, GradScalers and the other modules
+the update called (a teacher) right before the step, and the parameters after it. Every generator restore is kept
 with the update it came before. The trainer changes no line.
 
 It runs inside someone else's process: it never raises into it. A hook that fails stops the recording and says
@@ -12,6 +13,7 @@ why in the record file (`failed`), and the verifier judges the trainer without i
 """
 
 import json
+import math
 import os
 import random
 import signal
@@ -44,6 +46,10 @@ class Observer:
         self.stop = stop  # (how, K): end the process after its update K (common/observation.py's STOP_ENV)
         self.stopped: int | None = None  # K, once the process was ended (or signalled) there
         self.batch_pending = False  # the update's first forward pass started: its batch is read when it ends
+        self.targeted = False  # the target of the update's first loss function was recorded
+        self.others: dict[str, Record] = {}  # the update's other top-level modules with parameters, as called
+        self.other_params: dict[str, list[torch.Tensor]] = {}  # their parameters, for the optimizer's hold on them
+        self.names: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> its name, found once
         self.halting = False  # update K+1's step came before its forward pass (a closure): end at its loss
         self.blocked: list[str] = []  # the restores observe/block.py turned into no-ops, as they were called
         self.blocking: tuple[ModuleType | None, bool] = (None, False)  # observe/block.py, and whether rng is blocked
@@ -93,8 +99,33 @@ class Observer:
     def model(self) -> Record:
         """Every parameter and buffer of the root module, non-persistent buffers too (no state_dict holds them)."""
         root = self.root() if self.root is not None else None
-        named = [] if root is None else [*root.named_parameters(), *root.named_buffers()]
+        return self.tensors(root) if root is not None else {}
+
+    def tensors(self, module: torch.nn.Module) -> Record:
+        named = [*module.named_parameters(), *module.named_buffers()]
         return dict(zip([name for name, _ in named], self.f.digests([t for _, t in named]), strict=True))
+
+    def attributes(self, root: torch.nn.Module) -> Record:
+        """The plain attributes of every module of the trainer's own classes under the root (a counter, a switch, an
+        annealed temperature, a tensor that is no buffer): state no state_dict holds, by value where it is small,
+        named `ROOT.PATH.ATTRIBUTE`. torch's own modules keep none that training changes; a torch.nn.Module's own
+        bookkeeping (its hooks, `training`) is left out."""
+        found: Record = {}
+        for path, module in root.named_modules():
+            if type(module).__module__.startswith("torch."):
+                continue
+            for key, value in vars(module).items():
+                if key not in _MODULE_INTERNALS and (plain := _attribute(value, self.f.digest)) is not _SKIP:
+                    found[".".join(part for part in (self.name(root), path, key) if part)] = plain
+        return found
+
+    def name(self, module: torch.nn.Module) -> str:
+        """What a module is called where the trainer holds it: its global name in the script, else its class's."""
+        if module not in self.names:
+            script = vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}
+            named = sorted(n for n, value in list(script.items()) if value is module and not n.startswith("_"))
+            self.names[module] = named[0] if named else type(module).__name__
+        return self.names[module]
 
     def optimizer_state(self, optimizer: torch.optim.Optimizer) -> Record:
         """Each tensor of the optimizer's per-parameter state by itself ("PARAM_INDEX.KEY", where a difference then
@@ -107,7 +138,7 @@ class Observer:
         }
         schedulers, averaged = list(self.schedulers), list(self.averaged)
         found = self.f.digests(
-            [*state.values(), *(s.state_dict() for s in schedulers), *(m.state_dict() for m in averaged)]
+            [*state.values(), *(_schedule(s.state_dict()) for s in schedulers), *(m.state_dict() for m in averaged)]
         )
         after = len(state) + len(schedulers)
         groups = [{k: _plain(v) for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
@@ -120,7 +151,15 @@ class Observer:
             self.o.AVERAGED: [{type(m.module).__name__: d} for m, d in zip(averaged, found[after:], strict=True)],
             self.o.SCALERS: [_scaler(s) for s in list(self.scalers) if s.is_enabled()],
             self.o.UNSEEN: _unseen(s for s in list(self.scalers) if s.is_enabled()),
+            self.o.MODULES: self.outside(optimizer),
         }
+
+    def outside(self, optimizer: torch.optim.Optimizer) -> Record:
+        """The update's other modules (a teacher, an EMA kept by hand), as they were called, and whether this
+        optimizer holds their parameters."""
+        held = {id(p) for p in _params(optimizer)}
+        optimized = {name: any(id(p) in held for p in params) for name, params in self.other_params.items()}
+        return {name: {self.o.STATE: state, self.o.OPTIMIZED: optimized[name]} for name, state in self.others.items()}
 
     def keep(self, moment: str, key: str, value: Any) -> None:
         """Under VALUES_ENV: the tensors and numbers in `value`, as float64, in the order the digest reads them."""
@@ -138,8 +177,21 @@ class Observer:
             self.forwarded, self.root = True, weakref.ref(module)
             if (now := self.now()) is not None:
                 now[self.o.FORWARD] = {self.o.GENERATORS: self.generators(), self.o.MODEL: self.model()}
+                now[self.o.FORWARD][self.o.ATTRIBUTES] = self.attributes(module)
                 self.batch_pending = True
+        elif self.depth == 0 and self.now() is not None:
+            self.other(module)
         self.depth += 1
+
+    def other(self, module: torch.nn.Module) -> None:
+        """A module the update calls beside its root, with parameters of its own and no AveragedModel (recorded as
+        such): its state as the update consumes it, the first time it does."""
+        root = self.root() if self.root is not None else None
+        if module is root or module in self.averaged or next(module.parameters(), None) is None:
+            return
+        name = self.name(module)
+        if name not in self.others:
+            self.others[name], self.other_params[name] = self.tensors(module), list(module.parameters())
 
     def forward_post(self, module: torch.nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
         # The batch is read here, where torch's global hooks also give the keyword arguments (`model(**batch)`, as
@@ -152,13 +204,25 @@ class Observer:
                 batch = [a for a in args if isinstance(a, torch.Tensor)] + named
                 now[self.o.FORWARD][self.o.BATCH] = self.f.digest(batch)
 
+    def target(self, computed: Any, target: Any) -> None:
+        """A loss function's target (a class index, a regression target): the data the loss holds the model's output
+        to, which no forward pass of the model takes. The update's first loss that trains (on a tensor that
+        requires grad): an evaluation's loss between two steps is not the update's."""
+        trains = isinstance(computed, torch.Tensor) and computed.requires_grad and torch.is_grad_enabled()
+        if self.targeted or not trains or not isinstance(target, torch.Tensor):
+            return
+        self.targeted = True
+        if (now := self.now()) is not None:
+            now.setdefault(self.o.LOSS, {})[self.o.TARGET] = self.f.digest(target)
+
     def loss(self, tensor: Any, scale: float | None = None) -> None:
         if self.lossed or not isinstance(tensor, torch.Tensor):
             return
         self.lossed = True
         if (now := self.now()) is not None:
             value = tensor.detach().item() if tensor.numel() == 1 else None
-            now[self.o.LOSS] = {self.o.VALUE: value, self.o.DIGEST: self.f.digest(tensor), self.o.SCALE: scale}
+            seen = {self.o.VALUE: value, self.o.DIGEST: self.f.digest(tensor), self.o.SCALE: scale}
+            now.setdefault(self.o.LOSS, {}).update(seen)
         if self.halting:
             self.halt()
 
@@ -207,8 +271,9 @@ class Observer:
             self.write()
             os.kill(os.getpid(), signal.SIGTERM)
         self.update += 1
-        self.forwarded = self.lossed = self.stepped = False
+        self.forwarded = self.lossed = self.stepped = self.targeted = False
         self.backwards = 0
+        self.others, self.other_params = {}, {}
         if (then := self.now()) is not None:
             then[self.o.START] = {self.o.GENERATORS: self.generators()}
 
@@ -267,6 +332,40 @@ def _sources(known: dict[str, list[int] | None], outputs: Path) -> dict[str, lis
             except OSError:  # a module from a zip or a script that deleted itself: nothing to re-stat, never reused
                 known[path] = None
     return known
+
+
+# What every torch.nn.Module holds of its own (hooks, parameters, buffers, submodules, `training`): no trainer state.
+_MODULE_INTERNALS = frozenset(vars(torch.nn.Module()))
+_SKIP = object()  # an attribute that is no plain value: an object, a function, a large container
+_PLAIN_TYPES = (bool, int, float, str, type(None))
+
+
+def _attribute(value: Any, digest: Callable[[Any], str]) -> Any:
+    """A module's attribute as the record holds it: a number, a flag, a short string, a small tuple of them, a
+    tensor that is no buffer (its values up to 8, else its digest); a non-finite float as its name ("nan"), so that
+    equal records read equal. Anything else is _SKIP."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, _PLAIN_TYPES):
+        return value if not isinstance(value, str) or len(value) <= 64 else _SKIP
+    if isinstance(value, torch.Tensor):  # a dense tensor with values: a meta or sparse one is no state to compare
+        if value.layout is not torch.strided or value.device.type == "meta":
+            return _SKIP
+        small = value.numel() <= 8
+        return [_attribute(v, digest) for v in value.detach().reshape(-1).tolist()] if small else digest(value)
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return _attribute(value.item(), digest)
+    if isinstance(value, list | tuple) and len(value) <= 8 and all(isinstance(v, _PLAIN_TYPES) for v in value):
+        return [_attribute(v, digest) for v in value]
+    return _SKIP
+
+
+def _schedule(state: Any) -> Any:
+    """An LR scheduler's state without `_last_lr`, the lr it last computed: an output (the param groups hold what
+    was applied), so that a schedule that computes another lr from the same state shows as such."""
+    if isinstance(state, dict):
+        return {key: _schedule(value) for key, value in state.items() if key != "_last_lr"}
+    return [_schedule(value) for value in state] if isinstance(state, list) else state
 
 
 def _params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:

@@ -22,7 +22,7 @@ from resumeproof.verify.run import environment, inputs, reuse
 from resumeproof.verify.run.launch import LAUNCHES, launcher_for
 from resumeproof.verify.run.outputs import Accepted
 from resumeproof.verify.run.summary import Summary
-from resumeproof.verify.run.trajectories import Trajectory, TrajectoryError, first_error
+from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
 from resumeproof.verify.settings import ALL, FLAT, Settings, primary_first
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
@@ -112,7 +112,8 @@ def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], prim
     from resumeproof.verify.judge.evidence import Evidence
 
     probes = {part: summaries[name] for name, part in _without_one_part(trajectories, primary) if name in summaries}
-    observed = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe and t.accepted}
+    done = [t for t in trajectories if t.observe and t.status == DONE]
+    observed = {t.name: observation.read_all(t.observe.record) for t in done if t.observe}
     if observation.comparable(seen for ranks in observed.values() for seen in ranks.values()):
         observed = {}  # evidence only: digests of other fingerprints would tell a difference that is not there
     return Evidence(
@@ -158,12 +159,20 @@ def _evidence_trajectories(
         extra += trainer_plan.probes(s, [p for p in wanted if p not in tried])
     if evaluated.determinism.deterministic is False and not s.require_deterministic:  # the two tiers' evidence
         extra += [trainer_plan.reference(s, name) for name in protocol.REPEATS if name not in names and name != REPEAT]
-        extra += [t for t in trainer_plan.restores(s, trajectories) if t.name not in names]
+        watched = _watched(next(t for t in trajectories if t.name == CONTINUOUS))
+        extra += [t for t in trainer_plan.restores(s, trajectories, watched) if t.name not in names]
     negative = evaluated.negative
     cannot = negative is not None and negative.verdict != DIVERGENT and negative.identical_to_full_resume
     if cannot and trainer_plan.SEEDED not in names:
         extra.append(trainer_plan.seeded(s))
     return extra
+
+
+def _watched(t: Trajectory) -> bool:
+    """Whether the observer watched the trajectory's process to the end (a trainer without torch, or whose
+    interpreter ignores PYTHONPATH, leaves no records: it is judged from its files alone)."""
+    seen = observation.read_all(t.observe.record) if t.observe is not None else {}
+    return bool(seen) and not any(o.failed for o in seen.values())
 
 
 def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any = None) -> None:
@@ -172,10 +181,13 @@ def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any 
     terminal.run_live(out, trajectories, s.jobs, s.timeout, accept, expand, launcher, reuse.reuser(s))
 
 
-def _accept(t: Trajectory, s: Settings) -> Accepted:
+def _accept(t: Trajectory, s: Settings) -> Accepted | None:
     # Late: the checkers (weights_only, DCP) load once the first trainers run, not before they start.
     from resumeproof.verify.run import accept
 
+    if t.observe is not None and t.observe.stop is not None:  # ended by the observer: its records are what it left
+        accept.halted(t)
+        return None
     return accept.accept(t, s.allow)
 
 

@@ -54,7 +54,9 @@ def test_updates_read_as_ranges_and_lists_and_nothing_when_unreadable():
 
 def test_a_stop_and_blocks_are_read_strictly():
     assert o.stop_asked("exit:5") == (o.EXIT, 5) and o.stop_asked("sigterm:1") == (o.SIGTERM, 1)
-    assert o.stop_asked("exit:0") is None and o.stop_asked("halt:5") is None and o.stop_asked(None) is None
+    assert o.stop_asked("exit:0") == (o.EXIT, 0)  # a resume ended before its first step: what it is fed
+    assert o.stop_asked("sigterm:0") is None and o.stop_asked("exit:-1") is None
+    assert o.stop_asked("halt:5") is None and o.stop_asked(None) is None
     assert o.blocks_asked("rng, optimizer,unknown") == {o.RNG_SETTERS, "optimizer"}
 
 
@@ -84,9 +86,9 @@ def test_records_compare_only_when_made_with_the_same_fingerprints(tmp_path):
 def test_each_moments_fields_are_the_keys_the_observer_writes_under_it():
     written = {
         o.START: {o.GENERATORS},
-        o.FORWARD: {o.GENERATORS, o.BATCH, o.MODEL},
-        o.LOSS: {o.VALUE, o.DIGEST, o.SCALE},
-        o.STEP: {o.OPTIMIZER, o.GROUPS, o.SCHEDULERS, o.SCALERS, o.AVERAGED, o.BACKWARDS, o.UNSEEN},
+        o.FORWARD: {o.GENERATORS, o.BATCH, o.MODEL, o.ATTRIBUTES},
+        o.LOSS: {o.VALUE, o.DIGEST, o.SCALE, o.TARGET},
+        o.STEP: {o.OPTIMIZER, o.GROUPS, o.SCHEDULERS, o.SCALERS, o.AVERAGED, o.BACKWARDS, o.UNSEEN, o.MODULES},
         o.AFTER: {o.GENERATORS, o.GRADS, o.PARAMS},
     }
     read = o.Recorded()

@@ -2,8 +2,9 @@
 - another number of backward passes in the first resumed update names the progress counter, not the generators the
   extra micro-batch moved nor the optimizer: a micro-step counter restored from the update count, and an accumulation
   warm-up read from the process's own update index (tests/trainers/evidence_accumulation.py);
-- another loss from the same parameters, batch and generators says state outside the state_dict and names no part: a
-  Python attribute, a module global (tests/trainers/evidence_outside_state.py);
+- a plain attribute of the model that training changes, in no state_dict, is named where it lives with its values
+  (`model.hard`); a module global, which no record holds, leaves another loss from the same parameters, batch and
+  generators, said as state outside the state_dict, naming no part (tests/trainers/evidence_outside_state.py);
 - an lr that alone differs, the optimizer's state restored, is the schedule's or the counter's it is computed from,
   never the optimizer's: a warmup read from the loop's own index (no scheduler), and a LambdaLR made after the
   optimizer's load (tests/trainers/evidence_schedule.py).
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.xdist_group("evidence-rules")  # each trainer's correct
 
 SHORT = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")
 OUTSIDE = "state outside the state_dict (a Python attribute, a non-persistent buffer)"
+ATTRIBUTE = "model.hard: true in the continuous run, false after the restore"
 BACKWARDS = "1 backward passes in the update vs 2"
 # trainer, its flags, the bug of its resume (None: it resumes exactly), the parts its diagnosis names, what its
 # explanation says. Each bug is in its resuming processes alone: the continuous and interrupted runs are its correct
@@ -29,7 +31,7 @@ CASES = [
     ("evidence_accumulation.py", "", "micro-from-updates", ["progress"], BACKWARDS),
     ("evidence_accumulation.py", "", "warmup-from-loop", ["progress"], BACKWARDS),
     ("evidence_outside_state.py", "", None, None, ""),
-    ("evidence_outside_state.py", "", "attribute", [], OUTSIDE),
+    ("evidence_outside_state.py", "", "attribute", ["model.hard"], ATTRIBUTE),
     ("evidence_outside_state.py", "", "global", [], OUTSIDE),
     ("evidence_schedule.py", "", None, None, ""),
     ("evidence_schedule.py", "--scheduler", None, None, ""),

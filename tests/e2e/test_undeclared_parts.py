@@ -3,8 +3,8 @@
 tests/trainers/evidence_amp_warmup_curriculum.py (a GradScaler, an EMA, a warmup read off the iteration counter, a
 curriculum flag kept as a Python attribute; meta.parts empty), through the protocol and, unmodified, through
 `--observe`: an lr that alone differs is the counter it is computed from (nanoGPT's `get_lr(iter_num)`), never the
-optimizer, whose state was restored; another loss from the same parameters, batch and generators blames no part and
-says what it can be. A lost GradScaler (`scaler`) and EMA (`ema`) are named the same both ways on the trainers of
+optimizer, whose state was restored; the curriculum flag, a plain attribute in no state_dict, is named where it lives
+(`model.hard`). A lost GradScaler (`scaler`) and EMA (`ema`) are named the same both ways on the trainers of
 tests/trainers/evidence_undeclared_*.py (tests/e2e/test_evidence_undeclared.py).
 """
 
@@ -16,13 +16,13 @@ TRAINER = TRAINERS / "evidence_amp_warmup_curriculum.py"
 PROTOCOL, OBSERVE = "protocol", "observe"
 SHORT = ("--steps", "8", "--interrupt-at", "4")
 IN_THE_LOOP = ("warmup-counter",)  # a bug in what the loop does, not in what it saves: in the resume alone
-OUTSIDE = "state outside the state_dict (a Python attribute, a non-persistent buffer)"
+ATTRIBUTE = "model.hard: true in the continuous run, false after the restore: a plain attribute"
 # bug -> what the failed check's diagnosis names; None: the script resumes exactly
 CASES = [  # the kit-style losses of a GradScaler and an EMA, through both ways: tests/e2e/test_evidence_undeclared.py
     (PROTOCOL, "warmup-counter", ("progress",)),
     (OBSERVE, None, None),
     (OBSERVE, "warmup-counter", ("progress",)),
-    (OBSERVE, "attribute", ()),
+    (OBSERVE, "attribute", ("model.hard",)),
 ]
 
 
@@ -70,6 +70,6 @@ def test_what_the_evidence_shows_is_named_without_declared_parts_and_never_a_res
     line = done.stderr.strip().splitlines()[-1]
     assert line.startswith("FAILED: ") and (f"lost {lost[0]}" if lost else "cause unknown") in line, line
     if bug == "attribute":
-        assert OUTSIDE in first["explanation"], first
+        assert ATTRIBUTE in first["explanation"], first
     if bug == "warmup-counter":
         assert "lr 0.008333333333333333 vs 0.04166666666666667" in first["explanation"], first

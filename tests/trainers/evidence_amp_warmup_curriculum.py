@@ -19,7 +19,8 @@ Each bug loses one of them at the resume, the way users' code does:
   nothing is restored, silently. True cause: the ema.
 - `warmup-counter`: the warmup reads the loop's own counter, which starts at 0 in every process. True cause: the
   progress counter (the lr alone differs; the optimizer's state is restored).
-- `attribute`: the curriculum flag is not saved. True cause: state outside every state_dict (a Python attribute).
+- `attribute`: the curriculum flag is not saved. True cause: state outside every state_dict, the Python attribute
+  `model.hard`.
 """
 
 import argparse

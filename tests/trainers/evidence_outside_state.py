@@ -1,5 +1,7 @@
-"""A kit trainer whose forward pass is gated by state outside every state_dict: the diagnosis must say so ("state
-outside the state_dict"), with the same parameters, batch and generators as its evidence, and name no part.
+"""A kit trainer whose forward pass is gated by state outside every state_dict: the diagnosis names it where the
+observer can see it (a plain attribute of the model, `model.hard`, with its values on both sides), and where it
+cannot (a module global) says "state outside the state_dict", with the same parameters, batch and generators as its
+evidence, and names no part.
 
     python -B verify_resume.py --output runs/outside --steps 6 --interrupt-at 3 \
         --train-cmd "python -B tests/trainers/evidence_outside_state.py --bug attribute"
@@ -8,7 +10,7 @@ float64 regression, Adam, dropout from torch's global generator, a NumPy-shuffle
 curriculum switches on: the model adds a second, harder term to its output. Correct, the switch is saved in the
 checkpoint and set back at the resume. Bugs: `attribute` (the switch is a Python attribute of the model,
 `model.hard`, not saved), `global` (the switch is a module-level global, not saved). True cause for both: state
-outside the state_dict; no part.
+outside the state_dict: `model.hard`; for the global, no part the observer can see.
 """
 
 import numpy as np

@@ -19,6 +19,7 @@ CONCORDANT, DIVERGENT = "concordant", "divergent"
 WITHIN_SPREAD = "within-spread"  # a resume of a trainer that is not deterministic, inside its measured spread
 UNKNOWN = "unknown"  # a diagnosis that names no part: here is the evidence instead
 DIRECT = "first-update"  # the rule of a diagnosis read off the first resumed update itself (judge/first_update.py)
+SECOND = "second-update"  # read off the second resumed update, the first one the same in every input and output
 RESTORED = "restore"  # the rule of a diagnosis read off a resume of 0 updates against what was saved (summary_tiers)
 OUTSIDE_SPREAD = "outside-spread"  # a trajectory outside the measured spread, its restore exact: no part named
 # A run that blocked nothing (`verify --observe`): the script never called what its negative control or fault makes a
@@ -54,13 +55,15 @@ class Diagnosis:
         resumed update or of the restore, "likely lost X" where the runs' files point to it, else "cause unknown"."""
         if not self.lost:
             return "cause unknown"
-        return f"lost {self.named}" if self.rule in (DIRECT, RESTORED) else f"likely lost {self.named}"
+        return f"lost {self.named}" if self.rule in (DIRECT, SECOND, RESTORED) else f"likely lost {self.named}"
 
     def sentence(self) -> str:
         """The one way a diagnosis is said, wherever it is shown: direct evidence of the first resumed update
         ("lost ... at update 6 (the first resumed one)"), or what the runs' files point to ("likely lost ...")."""
         if self.rule == DIRECT:
             return f"{self.head} at update {self.step} (the first resumed one): {self.explanation}"
+        if self.rule == SECOND:
+            return f"{self.head} at update {self.step} (the second resumed one): {self.explanation}"
         if self.rule == RESTORED:
             return f"{self.head} at the restore, before update {self.step}: {self.explanation}"
         where = f" from update {self.step}" if self.step else ""

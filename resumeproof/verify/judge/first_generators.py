@@ -13,6 +13,7 @@ from resumeproof.common import observation as o
 from resumeproof.common.protocol import DATA, rng_part
 
 CONTINUOUS_RUN = "the continuous run"
+ANOTHER_RESUME = "another resume of the same checkpoint"  # a second process restoring it, ended before its first step
 BEFORE_FORWARD = "drawn before the forward pass"
 Observed = Mapping[int | None, o.Observation]  # one record per rank (None: a process without a launcher)
 
@@ -29,6 +30,7 @@ class Update:
     rows_same: bool | None = None  # the history's rows of update k+1 agree (the summaries say it), None: unknown
     replayed: int | None = None  # the continuous update whose batch the first resumed update received instead
     reference: str = CONTINUOUS_RUN  # what the first update is held against, as the explanations name it
+    changing: frozenset[str] = frozenset()  # module attributes training changes (first_update.changing): evidence
 
     def pair(self, moment: str, key: str) -> tuple[Any, Any]:
         """(continuous, resumed) at one moment."""
@@ -41,6 +43,7 @@ class Found:
     concept: str | tuple[str, ...] | None  # the part(s) it is state of, in the protocol's words; the trainer's names
     # are looked up
     why: str = ""  # what it means, where that says more
+    owned: tuple[str, ...] = ()  # state named where it lives, no part of the protocol's (`model.gate.calls`)
 
 
 def generators(moment: str, when: str) -> Callable[[Update], Found | None]:

@@ -7,6 +7,7 @@ thing that differs is the diagnosis, with what was the same before it as its evi
 Which generator is evidence, and what its state says, is verify/judge/first_generators.py's.
 """
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -24,8 +25,9 @@ from resumeproof.common.protocol import (
     generator_of,
 )
 from resumeproof.verify.judge.diagnosis import part_for
-from resumeproof.verify.judge.findings import DIRECT, Diagnosis
+from resumeproof.verify.judge.findings import DIRECT, SECOND, Diagnosis
 from resumeproof.verify.judge.first_generators import (
+    ANOTHER_RESUME,
     BEFORE_FORWARD,
     CONTINUOUS_RUN,
     Found,
@@ -59,7 +61,8 @@ def diagnose(
         before, restores = continuous[rank].at(k) or o.Recorded(), resumed[rank].restores
         replayed = _replayed(continuous[rank], first, k)
         rows = rows_same if rows_same is not None or replayed is None else False  # another update's rows
-        updates[rank] = Update(before, then, first, restores, _unseen(then, parts), rows, replayed, reference)
+        unseen, changes = _unseen(then, parts), changing(continuous[rank])
+        updates[rank] = Update(before, then, first, restores, unseen, rows, replayed, reference, changes)
     same: list[str] = []
     for label, check in CHECKS if checks is None else checks:
         found = {rank: f for rank, update in updates.items() if (f := check(update)) is not None}
@@ -69,8 +72,8 @@ def diagnose(
             others = rank is not None and 0 in updates and 0 not in found  # rank 0 resumed it right
             found_in = (rank, owner, k, _blind(updates.values()))
             return _diagnosis(finding, same, found_in, _parts(parts, others))
-        same += [label] if label else []
-    return None
+        same += [label] if label and all(_HELD.get(label, _any)(u) for u in updates.values()) else []
+    return _schedule_counter(continuous, resumed, k, parts) if checks is None else None
 
 
 # The state the observer records entering an update, by the part it is: equal in both runs, that part was restored.
@@ -126,6 +129,29 @@ def own_part(concept: str, parts: tuple[str, ...]) -> str | None:
     return None if any(part_for(p, (concept,)) == concept for p in parts) else concept
 
 
+def _any(u: Update) -> bool:
+    return True
+
+
+# What only some trainers have: said to be the same only where the records hold it.
+_HELD: dict[str, Callable[[Update], bool]] = {
+    "module attributes": lambda u: bool(u.changing),
+    "other modules": lambda u: bool(u.then.step.modules),
+    "target": lambda u: u.then.loss.target is not None,
+}
+
+
+def changing(seen: o.Observation) -> frozenset[str]:
+    """The module attributes training changes in one process: those whose value differs between two of its recorded
+    updates. One that stays as it was built (a width, a flag set before training, a per-process constant such as a
+    run id) is no state a resume must bring back, and no evidence."""
+    values: dict[str, set[str]] = {}
+    for update in seen.updates.values():
+        for name, value in (update.forward.attributes or {}).items():
+            values.setdefault(name, set()).add(json.dumps(value, sort_keys=True))
+    return frozenset(name for name, kept in values.items() if len(kept) > 1)
+
+
 def _blind(updates: Any) -> str:
     """What the observer could not read in either run (a private key this torch lacks), as a clause of evidence."""
     found = sorted({name for u in updates for r in (u.then, u.first) for name in r.step.unseen or ()})
@@ -167,6 +193,8 @@ def _batch(u: Update) -> Found | None:
     it (a DataLoader's own torch.Generator) and it is no batch the continuous run took: then the evidence cannot
     tell which."""
     found = _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u)
+    if found is not None and u.reference == ANOTHER_RESUME:
+        return Found(f"{found.said} from {ANOTHER_RESUME}'s", DATA, _PER_PROCESS)
     if found is not None and u.replayed == 1:
         return Found(f"the batch differs: it is {u.reference}'s batch of update 1", DATA, _REPLAY)
     if found is not None and u.replayed is not None:
@@ -176,10 +204,76 @@ def _batch(u: Update) -> Found | None:
     return Found(found.said, None, f"the data position, or {', '.join(u.unseen)} (unseen by the observer), drew it")
 
 
+_PER_PROCESS = (
+    "two processes resuming one checkpoint are fed different data: what orders or maps it (a vocabulary, a label "
+    "map, a column order built anew in each process, from a set of strings or an unseeded generator) is not in the "
+    "checkpoint, and the weights it holds are fed another encoding"
+)
 _REPLAY = (
     "the resumed run replays the run from its start (or, unshuffled, its epoch): its data position was re-seeded or "
     "rebuilt, not restored"
 )
+
+
+def _attributes(u: Update) -> Found | None:
+    """A plain attribute of the model's modules that training changes (a counter, a switch, an annealed factor),
+    named where it lives, with its value on both sides."""
+    a, b = u.then.forward.attributes or {}, u.first.forward.attributes or {}
+    differ = [name for name in sorted(u.changing) if a.get(name) != b.get(name)]
+    if not differ:
+        return None
+    said = "; ".join(f"{n}: {_shown(a, n)} in {u.reference}, {_shown(b, n)} after the restore" for n in differ[:3])
+    return Found(said, None, _ATTRIBUTE, owned=tuple(differ))
+
+
+_ATTRIBUTE = (
+    "a plain attribute of the model's modules, in no state_dict, was not restored (save it with the checkpoint, "
+    "or hold it in a buffer)"
+)
+
+
+def _shown(values: dict[str, Any], name: str) -> str:
+    return json.dumps(values[name]) if name in values else "nothing"
+
+
+def _modules(u: Update) -> Found | None:
+    """Another module the update calls (a teacher, an EMA kept by hand) entering it in another state: named by what
+    the trainer calls it, or by the part it declares for it."""
+    a, b = u.then.step.modules or {}, u.first.step.modules or {}
+    for name in sorted(set(a) & set(b)):
+        if a[name].get(o.STATE) != b[name].get(o.STATE):
+            held = "the optimizer holds them" if a[name].get(o.OPTIMIZED) else "the optimizer does not hold them"
+            said = f"{name}: its parameters {_how(o.STATE, a[name].get(o.STATE), b[name].get(o.STATE))}, {held}"
+            why = "a module the update calls beside the model (a teacher, an EMA kept by hand) was not restored"
+            return Found(said, name, why, owned=(name,))
+    return None
+
+
+def _schedule_counter(continuous: Observed, resumed: Observed, k: int, parts: tuple[str, ...]) -> Diagnosis | None:
+    """The first resumed update the same in everything, and the second's first difference its lr, while every LR
+    scheduler's state and the optimizer's are the same: the schedule computes its lr from a counter outside its
+    state (a global step, an example count) that was not restored. The restored param groups carried the right lr
+    into the first update; the schedule's next step computed the wrong one."""
+    for rank in sorted(resumed, key=lambda r: -1 if r is None else r):
+        seen = continuous.get(rank)
+        then, second = (seen.at(k + 2), resumed[rank].at(2)) if seen is not None else (None, None)
+        if seen is None or then is None or second is None:
+            return None
+        u = Update(seen.at(k + 1) or o.Recorded(), then, second, changing=changing(seen))
+        label, found = next(((label, f) for label, check in CHECKS if (f := check(u)) is not None), ("", None))
+        if found is None:
+            continue
+        if label != "hyper-parameters" or found.concept != SCHEDULER:
+            return None
+        explanation = (
+            f"update {k + 1} the same in every input and output, update {k + 2} the same up to its step, with the "
+            f"same optimizer state and LR schedulers' state; {found.said}: the schedule computes its lr from a "
+            "counter outside its state (a global step, an example count) that was not restored"
+        )
+        evidence = f"observer records of updates {k + 1}, {k + 2} and the first two resumed ones"
+        lost = tuple(p for p in (own_part(PROGRESS, parts),) if p)
+        return Diagnosis(lost=lost, rule=SECOND, step=k + 2, evidence=evidence, explanation=explanation)
+    return None
 
 
 def _loss(u: Update) -> Found | None:
@@ -268,7 +362,7 @@ def _diagnosis(
     """`where`: the rank, the rank whose batch it received, k, and what the observer could not see (_blind)."""
     rank, owner, k, blind = where
     concepts = (found.concept,) if isinstance(found.concept, str) else found.concept or ()
-    parts = tuple(dict.fromkeys(p for p in (named(c) for c in concepts) if p))
+    parts = tuple(dict.fromkeys(p for p in (named(c) for c in concepts) if p)) or found.owned
     said = f"rank {rank} received rank {owner}'s batch" if owner is not None else found.said
     clauses = [f"same {label}" for label in same] + [said]
     explanation = (
@@ -278,6 +372,18 @@ def _diagnosis(
     return Diagnosis(lost=parts, rule=RULE, step=k + 1, evidence=evidence, explanation=explanation + blind)
 
 
+def _target(u: Update) -> Found | None:
+    """The loss function's target: the labels, or what the output is held to, which no forward pass takes."""
+    found = _moment(o.LOSS, o.TARGET, "the loss function's target", DATA, _TARGET)(u)
+    if found is not None and u.reference == ANOTHER_RESUME:
+        return Found(f"{found.said} from {ANOTHER_RESUME}'s", DATA, _PER_PROCESS)
+    return found
+
+
+_TARGET = (
+    "the data the loss holds the output to (labels, targets) is another: the data order, or what maps it (a label "
+    "map built anew in each process), was not restored"
+)
 _GRADIENTS = "the same loss gives other gradients: a gradient accumulated before the update was not restored"
 _AFTER = "every input of the update is the same and the parameters after it differ"
 Checks = list[tuple[str, Callable[[Update], Found | None]]]
@@ -286,6 +392,9 @@ CHECKS: Checks = [
     ("generators", generators(o.FORWARD, BEFORE_FORWARD)),
     ("batch", _batch),
     ("model", _moment(o.FORWARD, o.MODEL, "the model entering the update:", MODEL)),
+    ("module attributes", _attributes),
+    ("other modules", _modules),
+    ("target", _target),
     ("", generators(o.AFTER, "drawn in the forward or backward pass")),
     ("loss", _loss),
     ("GradScaler", _scaler),
@@ -298,7 +407,8 @@ CHECKS: Checks = [
 ]
 
 # What an update consumes, in its order, and nothing it computes: the restore of a trainer that is not deterministic.
-INPUTS: Checks = [(label, check) for label, check in CHECKS if label in ("generators", "batch", "model", "GradScaler")]
+FED = ("generators", "batch", "model", "module attributes", "other modules", "target", "GradScaler")
+INPUTS: Checks = [(label, check) for label, check in CHECKS if label in FED]
 INPUTS += [
     (label, check)
     for label, check in CHECKS

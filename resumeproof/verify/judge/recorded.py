@@ -26,6 +26,9 @@ RESTORED = (  # what an update consumes, as the interrupted process held it just
     (o.FORWARD, o.GENERATORS),
     (o.FORWARD, o.BATCH),
     (o.FORWARD, o.MODEL),
+    (o.FORWARD, o.ATTRIBUTES),
+    (o.STEP, o.MODULES),
+    (o.LOSS, o.TARGET),
     (o.STEP, o.OPTIMIZER),
     (o.STEP, o.GROUPS),
     (o.STEP, o.SCHEDULERS),
@@ -33,11 +36,14 @@ RESTORED = (  # what an update consumes, as the interrupted process held it just
     (o.STEP, o.AVERAGED),
 )
 # The parts a diagnosis names, in the protocol's words; CUDA's generator where the records hold it (the observer
-# records it once CUDA is initialized: elsewhere it is not unseen, it does not exist).
-PARTS = (*protocol.standard_parts(("python", "numpy", "torch")), protocol.SCALER, protocol.EMA)
+# records it once CUDA is initialized: elsewhere it is not unseen, it does not exist). An averaged model is named
+# `ema` by its class (first_update.RECOGNISED); a module the script keeps by hand, by the script's own name for it
+# (`teacher`), which no part here claims.
+PARTS = (*protocol.standard_parts(("python", "numpy", "torch")), protocol.SCALER)
 CUDA = "cuda"
 LABELS = {(o.LOSS, o.DIGEST): "loss", (o.STEP, o.OPTIMIZER): "optimizer state", (o.AFTER, o.PARAMS): "parameters"}
-LABELS |= {(o.STEP, o.AVERAGED): "averaged models"}
+LABELS |= {(o.STEP, o.AVERAGED): "averaged models", (o.FORWARD, o.ATTRIBUTES): "module attributes"}
+LABELS |= {(o.STEP, o.MODULES): "other modules", (o.LOSS, o.TARGET): "target"}
 
 
 class Compared:
@@ -106,7 +112,13 @@ def determinism(continuous: Observed, repeat: Observed, atol: float = 0.0) -> tu
 
 
 def restore(
-    interrupted: Observed, resumed: Observed, k: int, name: str, continuous: Observed | None = None
+    interrupted: Observed,
+    resumed: Observed,
+    k: int,
+    name: str,
+    continuous: Observed | None = None,
+    held_by: str = "the interrupted process",
+    parts: tuple[str, ...] | None = None,
 ) -> Check | None:
     """The resumed run's first update against what the interrupted process held for its update k+1; None where
     that was not recorded (a run stopped by SIGTERM takes its update k+1 or not, as its handler decides). A global
@@ -121,25 +133,28 @@ def restore(
     for rank, h in held.items():
         theirs = resumed.get(rank)
         mine = (theirs.at(1) if theirs is not None else None) or o.Recorded()
-        drawn = _drawn([interrupted[rank].at(k) or o.Recorded(), h or o.Recorded()])
+        used = drawn([interrupted[rank].at(k) or o.Recorded(), h or o.Recorded()])
+        changing = first_update.changing(interrupted[rank])
         for m, key in fields:
             a, b = (h or o.Recorded()).held(m, key), mine.held(m, key)
             if key == o.GENERATORS:
-                a, b = _only_drawn(a, drawn), _only_drawn(b, drawn)
+                a, b = only_drawn(a, used), only_drawn(b, used)
+            if key == o.ATTRIBUTES:  # only what training changes is state: a width, a run id is not
+                a, b = ({n: v for n, v in (x or {}).items() if n in changing} for x in (a, b))
             if a != b:
                 differs.append(f"{_label(m, key)}{_rank(rank)}")
     trimmed = {rank: _only(seen, 1, held[rank] or o.Recorded()) for rank, seen in resumed.items()}
     if not differs:
         why = None
     elif continuous is not None:
-        why = first_update.diagnose(continuous, resumed, k, _parts(continuous))
-    else:
-        held_by = "the interrupted process"  # not the continuous run: what the script held before its update k+1
-        why = first_update.diagnose(interrupted, trimmed, k, _parts(interrupted), None, first_update.INPUTS, held_by)
+        why = first_update.diagnose(continuous, resumed, k, parts or _parts(continuous))
+    else:  # not the continuous run: what the process the resume stands for held before its update k+1
+        named = parts or _parts(interrupted)
+        why = first_update.diagnose(interrupted, trimmed, k, named, None, first_update.INPUTS, held_by)
     what = ", ".join(_label(m, key) for m, key in fields)
     return Check(
         id=CheckId(kind=CheckKind.RESTORE, trajectory=name),
-        name=f"{name}: its first update starts from what the interrupted process held for update {k + 1}",
+        name=f"{name}: its first update starts from what {held_by} held for update {k + 1}",
         passed=not differs,
         first_mismatch=differs[0] if differs else None,
         detail=f"compared: {what}" + (f"; differ: {', '.join(differs)}" if differs else ""),
@@ -148,7 +163,7 @@ def restore(
     )
 
 
-def _drawn(updates: list[o.Recorded]) -> set[tuple[str, str]]:
+def drawn(updates: list[o.Recorded]) -> set[tuple[str, str]]:
     """(group, name) of each generator whose state changes across these records' moments, or that the trainer
     names through the kit."""
     seen: dict[tuple[str, str], set[str]] = {}
@@ -160,7 +175,7 @@ def _drawn(updates: list[o.Recorded]) -> set[tuple[str, str]]:
     return {key for key, values in seen.items() if len(values) > 1 or key[0] == o.KIT}
 
 
-def _only_drawn(generators: Any, drawn: set[tuple[str, str]]) -> Any:
+def only_drawn(generators: Any, drawn: set[tuple[str, str]]) -> Any:
     if not isinstance(generators, dict):
         return generators
     return {g: {n: v for n, v in named.items() if (g, n) in drawn} for g, named in generators.items()}

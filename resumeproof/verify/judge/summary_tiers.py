@@ -5,16 +5,21 @@ deterministic"):
   summary is the state that resume starts from: `step`, `history`, `state` and `next` (every generator's next
   draw, the next lr) must equal, bit for bit, what the run it resumed from reported when it saved. This holds
   whatever the kernels do, and it is the proof; a part that differs is named as for a deterministic trainer.
-  `eval` is left out: it is computed after the restore, by kernels that may round differently.
+  `eval` is left out: it is computed after the restore, by kernels that may round differently. What the first
+  resumed update is fed (its batch, its target, module attributes, other modules), which no summary reports, is
+  held as the observer recorded it (`fed`): against a second resume of the same checkpoint, ended before its
+  first step, and where every run of the command feeds update k+1 alike, against that.
 - the trajectory: every update of the resume, and its end state, within the trainer's own run-to-run spread
   (verify/judge/spread.py), measured by the continuous run, its repeats and the interrupted runs' first updates.
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
+from resumeproof.common.observation import AFTER, FORWARD, MOMENTS, START, Observation, Recorded
 from resumeproof.common.protocol import (
     CONTINUOUS,
     EVAL,
@@ -28,6 +33,7 @@ from resumeproof.common.protocol import (
     CheckId,
     CheckKind,
 )
+from resumeproof.verify.judge import recorded
 from resumeproof.verify.judge.compare import compare_keys, merge
 from resumeproof.verify.judge.diagnosis import Context, facts, identical, part_for
 from resumeproof.verify.judge.findings import (
@@ -39,6 +45,7 @@ from resumeproof.verify.judge.findings import (
     Diagnosis,
     Fault,
 )
+from resumeproof.verify.judge.first_generators import ANOTHER_RESUME
 from resumeproof.verify.judge.held import NO_RANDOM_STATE, Against, Held, compared, resume_entry
 from resumeproof.verify.judge.spread import Band, Outside, Run, measure
 from resumeproof.verify.plan.expectation import Expect, Expectation
@@ -127,6 +134,89 @@ def _at_restore(saved: Summary, twin: Summary, parts: tuple[str, ...], k: int, w
     return Diagnosis(lost=lost, rule=RESTORED, step=k + 1, evidence=evidence, explanation=said)
 
 
+EVERY_RUN = "every run of the command"  # the continuous run and its repeats, where they agree
+
+
+def fed(t: Trajectory, a: Against, k: int) -> Check | None:
+    """What the first resumed update is fed, held first against a second resume of the same checkpoint (anything
+    that differs there is no function of the checkpoint: a mapping each process builds anew, an unsaved draw), then
+    against update k+1 of every run of the command wherever they all agree on it (a counter, a batch the data order
+    decides: what the interrupted process would have been fed too); None where the records cannot tell."""
+    seen = a.found.observed
+    resumed, twin = seen.get(t.name) or {}, seen.get(protocol.fed_name(t.name)) or {}
+    runs = [seen.get(name) or {} for name in (CONTINUOUS, *REPEATS)]
+    ranks = set(resumed)
+    if not ranks or any(set(records) != ranks for records in (twin, *runs)):
+        return None
+    if any(r.at(k + 1) is None for records in runs for r in records.values()) or any(
+        r.at(1) is None for records in (twin, resumed) for r in records.values()
+    ):
+        return None
+    continuous = runs[0]
+    other = {rank: _replaced(continuous[rank], k + 1, _drawn(twin[rank].at(1), continuous[rank], k)) for rank in ranks}
+    found = recorded.restore(other, resumed, k, t.name, held_by=ANOTHER_RESUME, parts=a.parts)
+    if found is None or not found.passed:
+        return found
+    agreed = {
+        rank: _replaced(continuous[rank], k + 1, _agreed([run[rank] for run in runs], resumed[rank], k))
+        for rank in ranks
+    }
+    return recorded.restore(agreed, resumed, k, t.name, held_by=EVERY_RUN, parts=a.parts)
+
+
+def _drawn(update: Recorded | None, run: Observation, k: int) -> Recorded:
+    """`update` with only the generators the run's update k+1 draws from: a process-wide one nothing draws from is
+    seeded by the OS in each process, no evidence between two of them."""
+    used = recorded.drawn([run.at(k) or Recorded(), run.at(k + 1) or Recorded()])
+    mine = update or Recorded()
+    kept = {
+        m: replace(getattr(mine, m), generators=recorded.only_drawn(getattr(mine, m).generators, used))
+        for m in (START, FORWARD, AFTER)
+    }
+    return replace(mine, **kept)
+
+
+def _replaced(seen: Observation, n: int, update: Recorded | None) -> Observation:
+    """`seen` with its update `n` replaced."""
+    return replace(seen, updates={**seen.updates, n: update or Recorded()})
+
+
+def _agreed(runs: list[Observation], resumed: Observation, k: int) -> Recorded:
+    """Update k+1 as every run recorded it, entry by entry (a generator, a parameter, an attribute); where they do
+    not all agree, the resumed run's own entry, which the second resume holds it to instead."""
+    held = [r.at(k + 1) or Recorded() for r in runs]
+    mine = resumed.at(1) or Recorded()
+    moments = {
+        moment: replace(
+            getattr(mine, moment),
+            **{
+                f.name: _agree([h.held(moment, f.name) for h in held], mine.held(moment, f.name))
+                for f in fields(getattr(mine, moment))
+            },
+        )
+        for moment in MOMENTS
+    }
+    return Recorded(**moments)
+
+
+def _agree(values: list[Any], mine: Any) -> Any:
+    """The runs' value where they all hold the same one, else `mine`; a map entry by entry."""
+    if isinstance(mine, dict) and all(isinstance(v, dict) for v in values):
+        keys = set(mine).union(*values)
+        return {key: _agree([v.get(key) for v in values], mine.get(key)) for key in keys}
+    return values[0] if values[0] is not None and all(v == values[0] for v in values) else mine
+
+
+def _with_inputs(restore: Restored, inputs: Check | None) -> Restored:
+    """The restore tier with what its first update is fed: failed where that differs, named by it."""
+    if inputs is None:
+        return restore
+    if not inputs.passed:
+        return Restored(replace(inputs, resumed_at=restore.check.resumed_at), ("inputs",), 1)
+    name = f"{restore.check.name}, and its first update fed as {ANOTHER_RESUME} and {EVERY_RUN} are"
+    return replace(restore, check=replace(restore.check, name=name, detail=inputs.detail))
+
+
 def outside_check(check_id: CheckId, name: str, outside: Outside | None, restore: Check | None) -> Check:
     """The trajectory tier of one run: inside the band, or where it first left it. Its diagnosis is the restore's
     where the restore differs (the proof names the part), else it names none: state the restore cannot see, or a
@@ -163,6 +253,8 @@ def within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
     parts_of, result = compared(a, other)
     outside = band.outside(run_of(a.continuous), run_of(other, end=e.kind is not Expect.PREFIX))
     restore = restored(t, a.summaries, a.parts, e.resumed_at) if t.after else None
+    if e.kind is Expect.CONCORDANT and restore is not None and restore.same:
+        restore = _with_inputs(restore, fed(t, a, e.resumed_at))
     if e.kind in (Expect.PREFIX, Expect.CONCORDANT):
         name = e.name if e.kind is Expect.PREFIX else f"{t.name} (from step {e.resumed_at}) within the measured spread"
         check = outside_check(e.id, name, outside, restore.check if restore is not None else None)

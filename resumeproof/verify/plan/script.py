@@ -105,7 +105,8 @@ def interrupted(s: Settings) -> list[Trajectory]:
     plan = []
     for k in s.points if not s.deferred else ():
         name = point_names(k, k == s.primary)[0]
-        watch = Observe(s.output / OBSERVED / name, f"{k}-{k + 1}", stop=(s.stop, k))
+        # its first update too: which module attributes training changes (judge/first_update.changing)
+        watch = Observe(s.output / OBSERVED / name, f"1,{k}-{k + 1}", stop=(s.stop, k))
         plan.append(_trajectory(s, name, s.train_cmd, watch))
     return plan
 

@@ -11,8 +11,9 @@ resumes without one candidate part, and a run of 0 updates.
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
-from resumeproof.common import protocol
+from resumeproof.common import observation, protocol
 from resumeproof.common.protocol import (
     CADENCE,
     CONTINUOUS,
@@ -44,7 +45,7 @@ def reference(s: Settings, name: str = CONTINUOUS) -> Trajectory:
         check = CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT)
         expect = Expectation(kind=Expect.REPEAT, id=check, name="the continuous run repeats itself exactly")
     starts = [*s.points, *(sum(chain[:j]) for chain in s.segments for j in range(1, len(chain)))]
-    around = {n for k in starts for n in (k, k + 1)}  # the last update before each resume, the first after it
+    around = {n for k in starts for n in (k, k + 1, k + 2)}  # the last update before each resume, the two after it
     observe = _observe(s, name, {1, s.steps, *around})
     log = s.output / "logs" / f"{name}.log"
     return Trajectory(name, argv, s.output / name, log, expectation=expect, reports_step=s.steps, observe=observe)
@@ -69,7 +70,7 @@ def _trajectory(
     command = s.resume_command if after else s.command  # a process that resumes runs --resume-cmd
     argv = [*command, STEPS_FLAG, str(steps), OUTPUT_FLAG, str(s.output / name), *extra]
     log = s.output / "logs" / f"{name}.log"
-    observe = _observe(s, name, {1, steps})  # its first update, and its last
+    observe = _observe(s, name, {1, 2, steps})  # its first two updates, and its last
     return Trajectory(
         name, argv, s.output / name, log, (after,) if after else (), prepare, expect, reports, observe=observe
     )
@@ -147,11 +148,14 @@ def probes(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
     return out
 
 
-def restores(s: Settings, trajectories: Sequence[Trajectory]) -> list[Trajectory]:
+def restores(s: Settings, trajectories: Sequence[Trajectory], observed: bool) -> list[Trajectory]:
     """For a trainer that is not deterministic: beside every resume that makes a check (the resumes, the negative
     control, the faults, a chain's last segment), the same command from the same checkpoint for 0 updates. Its
     summary is the state that resume starts from, held bit for bit against what the run it resumed from saved
-    (the restore tier, verify/judge/summaries.py)."""
+    (the restore tier, verify/judge/summary_tiers.py). Where the observer watches the trainer (`observed`), beside
+    every resume that must be concordant also the same resume ended right before its first step: what the
+    checkpoint feeds the first resumed update, which no summary reports (a batch drawn through a mapping each
+    process builds anew)."""
     out = []
     for t in trajectories:
         e = t.expectation
@@ -162,7 +166,20 @@ def restores(s: Settings, trajectories: Sequence[Trajectory]) -> list[Trajectory
         twin = Expectation(kind=Expect.PROBE, id=check, name=name, resumed_at=e.resumed_at)
         extra = t.argv[t.argv.index(OUTPUT_FLAG, len(s.resume_command)) + 2 :]  # its --resume, --omit, ...
         out.append(_trajectory(s, name, 0, None, twin, extra, t.after[0], t.prepare))
+        if observed and e.kind is Expect.CONCORDANT:
+            out.append(_fed(s, t, twin))
     return out
+
+
+def _fed(s: Settings, resume: Trajectory, twin: Expectation) -> Trajectory:
+    """`resume`'s command again, into its own output, ended by the observer right before its first step."""
+    name = protocol.fed_name(resume.name)
+    argv = list(resume.argv)
+    argv[argv.index(OUTPUT_FLAG, len(s.resume_command)) + 1] = str(s.output / name)
+    watch = Observe(s.output / OBSERVED / name, frozenset({1}), stop=(observation.EXIT, 0))
+    log = s.output / "logs" / f"{name}.log"
+    fed = replace(twin, name=name)
+    return Trajectory(name, argv, s.output / name, log, resume.after, resume.prepare, fed, observe=watch)
 
 
 def seeded(s: Settings) -> Trajectory:

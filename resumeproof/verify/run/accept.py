@@ -8,7 +8,7 @@ plan expects. Anything else fails the trajectory: exit 2, never a comparison res
 from dataclasses import replace
 from pathlib import Path
 
-from resumeproof.common import protocol, runfiles
+from resumeproof.common import observation, protocol, runfiles
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify.run import admission
@@ -46,6 +46,22 @@ def accept(t: Trajectory, allow: Allowances = NONE_ALLOWED) -> Accepted:
     if t.expectation is not None and t.expectation.part not in (None, FLAT):
         _check_echo(t.output / protocol.SUMMARY, summary, t.expectation.part)
     return Accepted(summary, info)
+
+
+def halted(t: Trajectory) -> None:
+    """A process the observer ended before an update's step (STOP_ENV `exit:K`): it leaves its records alone, which
+    must be whole and say it was stopped there."""
+    assert t.observe is not None and t.observe.stop is not None
+    k = t.observe.stop[1]
+    seen = observation.read_all(t.observe.record)
+    if not seen:
+        raise TrajectoryError("the observer recorded nothing: the process never stepped a torch optimizer")
+    failed = next((o.failed for o in seen.values() if o.failed), None)
+    if failed:
+        raise TrajectoryError(f"the observer could not watch it: {failed}")
+    if any(o.stopped != k for o in seen.values()):
+        completed = sorted({o.completed for o in seen.values()}, key=str)
+        raise TrajectoryError(f"it ended after {completed} updates, not stopped by the observer before update {k + 1}")
 
 
 def _check_echo(path: Path, summary: Summary, part: str) -> None:

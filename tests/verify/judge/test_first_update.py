@@ -314,3 +314,87 @@ def test_another_number_of_backward_passes_names_the_progress_counter_before_the
     assert d is not None and d.lost == ("progress",) and "1 backward passes in the update vs 3" in d.explanation
     then[o.STEP][o.BACKWARDS] = 1
     assert diagnose(first, then=then, parts=STANDARD_PARTS).lost == ("rng-numpy",)
+
+
+def _attributes(calls: int, run: str = "r1") -> dict[str, Any]:
+    return {"model.gate.calls": calls, "model.run_id": run, "model.width": 8}
+
+
+def test_a_module_attribute_training_changes_is_named_where_it_lives_with_both_values():
+    """A plain attribute (a forward counter gating a warm-up) is in no state_dict: the model's digests agree, and the
+    attribute, which the continuous run shows changing from update to update, names the cause."""
+    continuous = observed(
+        {1: update(forward__attributes=_attributes(0)), 6: update(forward__attributes=_attributes(5))}
+    )
+    resumed = observed({1: update(forward__attributes=_attributes(0))})
+    d = first_update.diagnose(continuous, resumed, 5, PARTS)
+    assert d is not None and d.lost == ("model.gate.calls",) and d.rule == first_update.RULE
+    assert "same model, model.gate.calls: 5 in the continuous run, 0 after the restore" in d.explanation
+    assert "in no state_dict" in d.explanation
+
+
+def test_an_attribute_that_stays_as_built_is_no_evidence_even_where_each_process_has_its_own():
+    """A run id or a width never changes in a run: another value in another process is no state a resume loses."""
+    continuous = observed(
+        {1: update(forward__attributes=_attributes(5)), 6: update(forward__attributes=_attributes(5))}
+    )
+    resumed = observed({1: update(forward__attributes=_attributes(5, run="r2"))})
+    assert first_update.diagnose(continuous, resumed, 5, PARTS) is None
+
+
+def _teacher(state: str, optimized: bool = False) -> dict[str, Any]:
+    return {"teacher": {o.STATE: {"0.weight": state}, o.OPTIMIZED: optimized}}
+
+
+def test_another_module_the_update_calls_is_named_by_the_trainers_own_name_or_the_part_it_declares():
+    d = diagnose(update(step__modules=_teacher("fresh")), then=update(step__modules=_teacher("ema")))
+    assert d is not None and d.lost == ("teacher",)
+    assert "teacher: its parameters differ at 0.weight, the optimizer does not hold them" in d.explanation
+    declared = diagnose(
+        update(step__modules=_teacher("fresh")), then=update(step__modules=_teacher("ema")), parts=(*PARTS, "ema")
+    )
+    assert declared is not None and declared.lost == ("ema",)  # a teacher is an EMA's other name
+
+
+def test_a_target_that_differs_behind_the_same_batch_is_the_data():
+    d = diagnose(update(loss__target="labels-b"), then=update(loss__target="labels-a"))
+    assert d is not None and d.lost == ("data",)
+    assert "same generators, same batch, same model, the loss function's target differs" in d.explanation
+
+
+def test_what_a_trainer_does_not_have_is_never_said_to_be_the_same():
+    d = diagnose(update(step__scalers=[{"scale": 8.0, "growth_tracker": 1}]))
+    assert d is not None and "target" not in d.explanation and "module attributes" not in d.explanation
+    d = diagnose(update(loss__target="t", step__optimizer="other"), then=update(loss__target="t"))
+    assert d is not None and d.lost == ("optimizer",) and "same model, same target, same loss" in d.explanation
+
+
+def _stepped(lr: float) -> dict[str, Any]:
+    return update(step__groups=[{"lr": lr}], step__optimizer={"0.exp_avg": "m"})
+
+
+def test_an_lr_that_differs_only_from_the_second_resumed_update_behind_the_same_schedulers_is_the_progress():
+    """The restored param groups carry the right lr into update 6; the schedule's next step computes update 7's from
+    a global step that restarted, while the scheduler's own state is the same: the counter it reads is named."""
+    continuous = observed({5: update(), 6: _stepped(0.1), 7: _stepped(0.05)})
+    resumed = observed({1: _stepped(0.1), 2: _stepped(0.1)})
+    d = first_update.diagnose(continuous, resumed, 5, PARTS)
+    assert d is not None and d.lost == ("progress",) and d.rule == "second-update" and d.step == 7
+    assert "lr 0.1 vs 0.05" in d.explanation and "a counter outside its state" in d.explanation
+    assert d.sentence().startswith("lost progress at update 7 (the second resumed one)")
+
+
+def test_a_second_update_whose_first_difference_is_not_its_lr_names_nothing():
+    continuous = observed({5: update(), 6: _stepped(0.1), 7: _stepped(0.05)})
+    resumed = observed({1: _stepped(0.1), 2: {**_stepped(0.1), o.FORWARD: {**_stepped(0.1)[o.FORWARD], o.BATCH: "x"}}})
+    assert first_update.diagnose(continuous, resumed, 5, PARTS) is None
+    other_scheduler = observed(
+        {
+            1: _stepped(0.1),
+            2: update(
+                step__groups=[{"lr": 0.1}], step__optimizer={"0.exp_avg": "m"}, step__schedulers=[{"StepLR": "t"}]
+            ),
+        }
+    )
+    found = first_update.diagnose(continuous, other_scheduler, 5, PARTS)
+    assert found is None  # the scheduler's own state differs: not the counter's evidence

@@ -4,9 +4,12 @@ the trainer's own names and key layouts, and nothing named where no key tells.""
 
 from dataclasses import replace
 
-from resumeproof.common.protocol import CheckId, CheckKind
-from resumeproof.verify.judge.findings import RESTORED
-from resumeproof.verify.judge.summary_tiers import restored
+from resumeproof.common import observation as o
+from resumeproof.common.protocol import REPEATS, CheckId, CheckKind
+from resumeproof.verify.judge.evidence import Evidence
+from resumeproof.verify.judge.findings import RESTORED, Determinism
+from resumeproof.verify.judge.held import Against
+from resumeproof.verify.judge.summary_tiers import fed, restored
 from resumeproof.verify.plan.expectation import Expect, Expectation
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory
@@ -65,3 +68,80 @@ def test_a_fault_resume_is_held_by_its_own_twin():
     twin = summary({**SAVED.state, "sched": {"n": 0}}, SAVED.next["rng"])
     found = held(SAVED, twin, ("net", "opt", "sched"), name="fault-sched")
     assert found.check.id.trajectory == "fault-sched" and found.check.diagnosis.lost == ("sched",)
+
+
+# What the first resumed update is fed (summary_tiers.fed): the observer's records, built by hand.
+def recorded(batch: str = "b", model: str = "w", calls: int = 2, os_seeded: str = "os") -> o.Recorded:
+    """One update: a kit generator, Python's `random` seeded by the OS (`os_seeded`, nothing draws from it)."""
+    return o.Recorded.of(
+        {
+            o.FORWARD: {
+                o.GENERATORS: {o.KIT: {"numpy": "g"}, o.GLOBAL: {"python": os_seeded}},
+                o.BATCH: batch,
+                o.MODEL: {"w": model},
+                o.ATTRIBUTES: {"model.gate.calls": calls},
+            },
+            o.STEP: {o.OPTIMIZER: {"0.exp_avg": model}, o.GROUPS: [{"lr": 0.1}]},
+        }
+    )
+
+
+def process(updates: dict[int, o.Recorded]) -> dict:
+    return {None: o.Observation(rank=None, updates=updates)}
+
+
+def against(runs: list[dict[int, o.Recorded]], twin: o.Recorded | None, resumed: o.Recorded) -> Against:
+    observed = {name: process(u) for name, u in zip(("continuous", *REPEATS), runs, strict=True)}
+    observed |= {"resumed": process({1: resumed})} | ({"restored-inputs": process({1: twin})} if twin else {})
+    det = Determinism(repeated=True, deterministic=False)
+    return Against(
+        summaries={},
+        atol=0.0,
+        parts=PARTS,
+        epoch_starts=frozenset(),
+        determinism=det,
+        found=Evidence(observed=observed),
+    )
+
+
+PARTS = ("model", "optimizer", "data", "rng-numpy")
+
+
+def runs(**at_3: list) -> list[dict[int, o.Recorded]]:
+    """Three runs of the command: update 1, update 2 (k) and update 3 (k+1), each run's update 3 as `at_3` says."""
+    return [
+        {1: recorded(calls=0), 2: recorded(calls=1), 3: recorded(**{key: values[n] for key, values in at_3.items()})}
+        for n in range(3)
+    ]
+
+
+def test_a_batch_each_process_maps_anew_fails_the_restore_against_a_second_resume_of_the_checkpoint():
+    """Every run feeds update 3 another batch (a vocabulary built from a set of strings): no run is the reference,
+    but two resumes of one checkpoint must be fed alike, and these are not."""
+    twin, resumed = recorded(batch="t", os_seeded="os-2"), recorded(batch="x", os_seeded="os-3")
+    found = fed(resume(), against(runs(batch=["b1", "b2", "b3"]), twin, resumed), 2)
+    assert found is not None and not found.passed and found.id.kind is CheckKind.RESTORE
+    assert found.first_mismatch == "batch" and found.diagnosis.lost == ("data",)
+    assert "batch differs from another resume of the same checkpoint's" in found.diagnosis.explanation
+
+
+def test_a_batch_the_checkpoint_decides_passes_though_no_two_runs_agree_on_it():
+    found = fed(resume(), against(runs(batch=["b1", "b2", "b3"]), recorded(batch="t"), recorded(batch="t")), 2)
+    assert found is not None and found.passed
+
+
+def test_state_every_run_agrees_on_is_held_to_it_where_both_resumes_lose_it_alike():
+    """A forward counter every run holds at 2 entering update 3; both resumes restart it at 0: they agree with each
+    other, not with the runs."""
+    found = fed(resume(), against(runs(calls=[2, 2, 2]), recorded(calls=0), recorded(calls=0)), 2)
+    assert found is not None and not found.passed and found.diagnosis.lost == ("model.gate.calls",)
+    assert "model.gate.calls: 2 in every run of the command, 0 after the restore" in found.diagnosis.explanation
+
+
+def test_weights_the_runs_round_apart_are_held_to_the_second_resume_alone():
+    found = fed(resume(), against(runs(model=["w1", "w2", "w3"]), recorded(model="r"), recorded(model="r")), 2)
+    assert found is not None and found.passed
+
+
+def test_without_the_second_resumes_records_nothing_is_claimed():
+    assert fed(resume(), against(runs(), None, recorded()), 2) is None
