@@ -39,7 +39,8 @@ def contradictions(doc: dict[str, Any], faults_all: bool = False) -> list[str]:
     named = all(d["lost"] == (", ".join(d["parts"]) or "unknown") for d in diagnoses if d is not None)
     agree(named, "a diagnosis's lost vs its parts")
     done = {name for name, t in doc["trajectories"].items() if t["status"] == "done"}
-    agree({c["trajectory"] for c in kinds.get("checkpoint", [])} == done, "checkpoint checks vs the trajectories done")
+    saved = {name for name in done if doc["trajectories"][name].get("stopped_after") != 0}  # 0: ended before a step
+    agree({c["trajectory"] for c in kinds.get("checkpoint", [])} == saved, "checkpoint checks vs the trajectories done")
     agree(all(c["trajectory"] in done for c in checks if c["kind"] in NAMED), "a check's trajectory vs those done")
     found += _comparison(doc, kinds)
     found += _faults(doc, kinds, faults_all)

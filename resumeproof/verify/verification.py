@@ -110,6 +110,7 @@ def _with_evidence(trajectories: list[Trajectory], s: Settings, out: Console) ->
 def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], primary: int) -> "Evidence":
     """The evidence the accepted trajectories hold: the repeat, the resumes without one part, the seeded run."""
     from resumeproof.verify.judge.evidence import Evidence
+    from resumeproof.verify.judge.first_update import repeatable
 
     probes = {part: summaries[name] for name, part in _without_one_part(trajectories, primary) if name in summaries}
     done = [t for t in trajectories if t.observe and t.status == DONE]
@@ -117,7 +118,10 @@ def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], prim
     if observation.comparable(seen for ranks in observed.values() for seen in ranks.values()):
         observed = {}  # evidence only: digests of other fingerprints would tell a difference that is not there
     return Evidence(
-        repeat=summaries.get(REPEAT), probes=probes, seeded=summaries.get(trainer_plan.SEEDED), observed=observed
+        repeat=summaries.get(REPEAT),
+        probes=probes,
+        seeded=summaries.get(trainer_plan.SEEDED),
+        observed=repeatable(observed),  # a clock kept on a module is no state of the run's
     )
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from resumeproof.common import observation as o
 
 LOOP = """
@@ -121,3 +123,120 @@ def test_a_process_that_steps_no_optimizer_writes_no_record_at_exit(tmp_path):
     proc = subprocess.run([sys.executable, "-B", str(script)], env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and "launched" in proc.stdout, proc.stderr
     assert not o.record_file(record, None).exists()
+
+
+GENERATORS = """
+import copy, json, pickle, random
+import numpy as np
+import torch
+
+def check(make, draw, get, restore):
+    # restore a generator to where it was before a draw: restored, or kept drawing where it was, as its twin does
+    one, twin = make(), make()
+    saved, first = get(one), draw(one)
+    draw(twin)
+    answer = restore(one, saved)
+    after = draw(one)
+    kept = "restored" if after == first else "kept" if after == draw(twin) else "other"
+    return kept, "itself" if answer is one else repr(answer)
+
+def set_bits(gen, saved):
+    gen.bit_generator.state = saved
+
+def torch_draw(g):
+    return torch.randn(3, generator=g).tolist()
+
+def numpy_draw(gen):
+    return gen.random(3).tolist()
+
+restores = {
+    "torch.Generator": check(
+        lambda: torch.Generator(device="cpu").manual_seed(0), torch_draw, lambda g: g.get_state(),
+        lambda g, s: g.set_state(s),
+    ),
+    "default_rng": check(lambda: np.random.default_rng(0), numpy_draw, lambda g: g.bit_generator.state,
+                         set_bits),
+    **{
+        name: check(lambda: np.random.Generator(getattr(np.random, name)(0)), numpy_draw,
+                    lambda g: g.bit_generator.state, set_bits)
+        for name in ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+    },
+    "RandomState": check(lambda: np.random.RandomState(0), lambda r: r.rand(3).tolist(), lambda r: r.get_state(),
+                         lambda r, s: r.set_state(s)),
+    "random.Random": check(lambda: random.Random(0), lambda r: r.random(), lambda r: r.getstate(),
+                           lambda r, s: r.setstate(s)),
+}
+g, rng, r = torch.Generator().manual_seed(1), np.random.default_rng(1), random.Random(1)
+legacy = np.random.RandomState(1)
+
+def loader(gen):
+    return [b.tolist() for b in torch.utils.data.DataLoader(range(8), batch_size=4, shuffle=True, generator=gen)]
+
+works = {  # every other use of a generator, as with the real classes
+    "isinstance": isinstance(torch.default_generator, torch.Generator) and isinstance(g, torch._C.Generator),
+    "issubclass": issubclass(torch._C.Generator, torch.Generator)
+    and issubclass(np.random.mtrand.RandomState, np.random.RandomState),
+    "randperm": torch.randperm(6, generator=torch.Generator().manual_seed(1)).tolist(),
+    "DataLoader": loader(torch.Generator().manual_seed(2)) == loader(torch._C.Generator().manual_seed(2)),
+    "RandomSampler": sorted(torch.utils.data.RandomSampler(range(5))) == list(range(5)),
+    "device": torch.Generator(device="cpu").device.type,
+    "torch copy": torch.equal(torch.randn(2, generator=copy.deepcopy(g)), torch.randn(2, generator=g)),
+    "default_rng": np.random.default_rng(7).random(2).tolist(),
+    "numpy state": rng.bit_generator.state["bit_generator"],
+    "numpy copy": copy.deepcopy(rng).random() == pickle.loads(pickle.dumps(rng)).random() == rng.random(),
+    "numpy passed": np.random.default_rng(rng) is rng and isinstance(np.random.mtrand._rand, np.random.RandomState),
+    "jumped": [np.random.Generator(getattr(np.random, n)(3).jumped()).random() for n in ("PCG64", "MT19937", "Philox")],
+    "RandomState copy": copy.deepcopy(legacy).rand() == legacy.rand(),
+    "random copy": copy.deepcopy(r).random() == pickle.loads(pickle.dumps(r)).random() == r.random(),
+}
+own = {  # torch's, NumPy's and Python's own classes and functions, untouched
+    "torch.Generator": torch.Generator is torch._C.Generator,
+    "numpy.random.PCG64": np.random.PCG64 is np.random._pcg64.PCG64,
+    "numpy.random.RandomState": np.random.RandomState is np.random.mtrand.RandomState,
+    "numpy.random.default_rng": np.random.default_rng is np.random._generator.default_rng,
+    "random.Random.setstate": random.Random.__dict__["setstate"].__module__ == "random",
+}
+print(json.dumps({"restores": restores, "works": works, "own": own}))
+model = torch.nn.Linear(1, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+model(torch.ones(1, 1)).sum().backward()
+optimizer.step()
+"""
+OBJECT_SETTERS = [  # what the negative control records for each generator object's setter
+    "Generator.set_state", "MT19937.state", "PCG64.state", "PCG64DXSM.state", "Philox.state", "Random.setstate",
+    "RandomState.set_state", "SFC64.state",
+]  # fmt: skip
+
+
+def generators(tmp_path: Path, **asked: str) -> tuple[dict, dict]:
+    tmp_path.mkdir(exist_ok=True)
+    proc, record = run(tmp_path, GENERATORS, **asked)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), record
+
+
+@pytest.mark.parametrize("asked", [{}, {o.BLOCK_ENV: "model,optimizer"}], ids=["no block", "faults only"])
+def test_without_rng_blocking_generator_classes_are_their_libraries_own_and_every_restore_works(tmp_path, asked):
+    seen, record = generators(tmp_path, **asked)
+    assert all(seen["own"].values()), seen["own"]
+    assert {kind: kept for kind, (kept, _) in seen["restores"].items()} == dict.fromkeys(seen["restores"], "restored")
+    assert record["blocked"] == []
+
+
+def test_each_generator_objects_blocked_restore_keeps_it_drawing_where_it_was_and_is_recorded_once(tmp_path):
+    seen, record = generators(tmp_path, **{o.BLOCK_ENV: o.RNG_SETTERS})
+    assert {kind: kept for kind, (kept, _) in seen["restores"].items()} == dict.fromkeys(seen["restores"], "kept")
+    assert sorted(record["blocked"]) == OBJECT_SETTERS
+    assert not any(seen["own"].values()), seen["own"]  # replaced, in this process alone
+
+
+def test_a_blocked_generator_answers_and_works_as_the_real_one_does(tmp_path):
+    """`set_state` returns the generator, the others None; isinstance, DataLoader, copies and pickles, default_rng's
+    stream bit for bit: the same with and without the block."""
+    real, _ = generators(tmp_path / "real")
+    blocked, _ = generators(tmp_path / "blocked", **{o.BLOCK_ENV: o.RNG_SETTERS})
+    answers = {kind: answer for kind, (_, answer) in blocked["restores"].items()}
+    assert answers == {kind: answer for kind, (_, answer) in real["restores"].items()}
+    assert answers["torch.Generator"] == "itself" and answers["random.Random"] == "None"
+    assert blocked["works"] == real["works"] and all(real["works"].values()), blocked["works"]
+    assert real["works"]["numpy state"] == "PCG64"

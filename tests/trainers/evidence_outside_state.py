@@ -59,8 +59,10 @@ if args.resume:
     model.load_state_dict(ckpt["model"])
     optimizer.load_state_dict(ckpt["optimizer"])
     order.load_state_dict(ckpt["data"])
-    if args.bug is None:  # the fix: the switch travels with the checkpoint
-        switch(ckpt["hard"])
+    if args.bug != "attribute":  # the fix: the switch travels with the checkpoint (the attribute's)
+        model.hard = ckpt["hard"]
+    if args.bug != "global":  # (the global's)
+        HARD = ckpt["hard"]
     step, history = ckpt["step"], ckpt["history"]
     if not args.omit_rng_restore:
         gens.restore(ckpt["rng"], gens.names)

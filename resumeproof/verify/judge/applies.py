@@ -21,7 +21,10 @@ RESTORERS = {
     "scheduler": "an LR scheduler's load_state_dict",
     "scaler": "torch.amp.GradScaler.load_state_dict",
 }
-SETTERS = "torch.set_rng_state, numpy.random.set_state, random.setstate"  # what the negative control blocks
+SETTERS = (  # what the negative control blocks: the process-wide generators' setters, and those of a trainer's own
+    "torch.set_rng_state, numpy.random.set_state, random.setstate, torch.Generator.set_state, "
+    "a NumPy bit generator's state, RandomState.set_state, random.Random.setstate"
+)
 
 
 def blocked(records: Observed) -> list[str]:

@@ -7,12 +7,14 @@ thing that differs is the diagnosis, with what was the same before it as its evi
 Which generator is evidence, and what its state says, is verify/judge/first_generators.py's.
 """
 
+import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import (
+    CONTINUOUS,
     DATA,
     EMA,
     MODEL,
@@ -20,6 +22,7 @@ from resumeproof.common.protocol import (
     OTHER_RANKS_DATA,
     OTHER_RANKS_RNG,
     PROGRESS,
+    REPEATS,
     SCALER,
     SCHEDULER,
     generator_of,
@@ -150,6 +153,45 @@ def changing(seen: o.Observation) -> frozenset[str]:
         for name, value in (update.forward.attributes or {}).items():
             values.setdefault(name, set()).add(json.dumps(value, sort_keys=True))
     return frozenset(name for name, kept in values.items() if len(kept) > 1)
+
+
+def unrepeatable(runs: list[o.Observation]) -> frozenset[str]:
+    """The module attributes two runs of one command hold otherwise at an update both recorded (a clock, a process
+    id, a timer kept on a module): no state a resume could bring back, so never evidence of one."""
+    seen: dict[tuple[int, str], set[str]] = {}
+    common = set.intersection(*(set(run.updates) for run in runs)) if len(runs) > 1 else set()
+    for run in runs:
+        for n in common:
+            for name, value in (run.updates[n].forward.attributes or {}).items():
+                seen.setdefault((n, name), set()).add(json.dumps(value, sort_keys=True))
+    return frozenset(name for (_, name), values in seen.items() if len(values) > 1)
+
+
+def repeatable(records: Mapping[str, Observed]) -> dict[str, dict[int | None, o.Observation]]:
+    """Every trajectory's records without the module attributes the continuous run and its repeats hold otherwise
+    (unrepeatable), rank by rank."""
+    references = [seen for name in (CONTINUOUS, *REPEATS) if (seen := records.get(name))]
+    ranks = {rank for seen in references for rank in seen}
+    noisy = frozenset(name for r in ranks for name in unrepeatable([s[r] for s in references if r in s]))
+    return {name: without(seen, noisy) for name, seen in records.items()}
+
+
+def without(records: Observed, names: frozenset[str]) -> dict[int | None, o.Observation]:
+    """`records` with the module attributes `names` left out of every update."""
+    if not names:
+        return dict(records)
+
+    def kept(update: o.Recorded) -> o.Recorded:
+        held = update.forward.attributes
+        if held is None:
+            return update
+        attributes = {name: value for name, value in held.items() if name not in names}
+        return dataclasses.replace(update, forward=dataclasses.replace(update.forward, attributes=attributes))
+
+    return {
+        rank: dataclasses.replace(seen, updates={n: kept(u) for n, u in seen.updates.items()})
+        for rank, seen in records.items()
+    }
 
 
 def _blind(updates: Any) -> str:

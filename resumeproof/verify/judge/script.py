@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from resumeproof.common import observation
 from resumeproof.common.protocol import CONTINUOUS, REPEAT, REPEATS, CheckKind
-from resumeproof.verify.judge import recorded, recorded_tiers
+from resumeproof.verify.judge import first_update, recorded, recorded_tiers
 from resumeproof.verify.judge.findings import Check, Determinism, Evaluated, Fault, Resume
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.plan.expectation import Expect, Expectation
@@ -29,6 +29,7 @@ Entry = TypeVar("Entry", Resume, Fault)
 
 def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) -> Evaluated:
     """Every check the records allow, determinism first, then each resume by what the plan expects of it."""
+    records = first_update.repeatable(records)  # a clock kept on a module is no state of the run's
     continuous = records[CONTINUOUS]
     determinism, check = recorded.determinism(continuous, records[REPEAT], s.atol)
     held = judged(trajectories)

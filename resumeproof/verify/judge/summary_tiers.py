@@ -14,12 +14,26 @@ deterministic"):
 """
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
-from resumeproof.common.observation import AFTER, FORWARD, MOMENTS, START, Observation, Recorded
+from resumeproof.common.observation import (
+    AFTER,
+    ATTRIBUTES,
+    BATCH,
+    FORWARD,
+    GENERATORS,
+    LOSS,
+    START,
+    TARGET,
+    Forward,
+    Loss,
+    Observation,
+    Recorded,
+    Start,
+)
 from resumeproof.common.protocol import (
     CONTINUOUS,
     EVAL,
@@ -140,8 +154,9 @@ EVERY_RUN = "every run of the command"  # the continuous run and its repeats, wh
 def fed(t: Trajectory, a: Against, k: int) -> Check | None:
     """What the first resumed update is fed, held first against a second resume of the same checkpoint (anything
     that differs there is no function of the checkpoint: a mapping each process builds anew, an unsaved draw), then
-    against update k+1 of every run of the command wherever they all agree on it (a counter, a batch the data order
-    decides: what the interrupted process would have been fed too); None where the records cannot tell."""
+    against update k+1 of every run of the command wherever they all agree on what no floating-point sum decides (a
+    batch, a target, a generator, a counter: what the interrupted process would have been fed too; weights that
+    runs round apart agree by chance at first); None where the records cannot tell."""
     seen = a.found.observed
     resumed, twin = seen.get(t.name) or {}, seen.get(protocol.fed_name(t.name)) or {}
     runs = [seen.get(name) or {} for name in (CONTINUOUS, *REPEATS)]
@@ -153,58 +168,65 @@ def fed(t: Trajectory, a: Against, k: int) -> Check | None:
     ):
         return None
     continuous = runs[0]
-    other = {rank: _replaced(continuous[rank], k + 1, _drawn(twin[rank].at(1), continuous[rank], k)) for rank in ranks}
+    other = {rank: _replaced(continuous[rank], k + 1, _second(twin[rank], continuous[rank], k)) for rank in ranks}
     found = recorded.restore(other, resumed, k, t.name, held_by=ANOTHER_RESUME, parts=a.parts)
     if found is None or not found.passed:
         return found
-    agreed = {
-        rank: _replaced(continuous[rank], k + 1, _agreed([run[rank] for run in runs], resumed[rank], k))
-        for rank in ranks
-    }
+    held = {rank: _agreed([run[rank] for run in runs], resumed[rank], k) for rank in ranks}
+    agreed = {rank: _replaced(continuous[rank], k + 1, update) for rank, update in held.items()}
     return recorded.restore(agreed, resumed, k, t.name, held_by=EVERY_RUN, parts=a.parts)
 
 
-def _drawn(update: Recorded | None, run: Observation, k: int) -> Recorded:
-    """`update` with only the generators the run's update k+1 draws from: a process-wide one nothing draws from is
-    seeded by the OS in each process, no evidence between two of them."""
+def _second(twin: Observation, run: Observation, k: int) -> Recorded:
+    """The second resume's first update, as evidence: the generators the run's update k+1 draws from (a process-wide
+    one nothing draws from is seeded by the OS in each process), no module attributes (a clock or a process id kept
+    on a module differs between any two processes; a counter is held against every run below)."""
     used = recorded.drawn([run.at(k) or Recorded(), run.at(k + 1) or Recorded()])
-    mine = update or Recorded()
-    kept = {
+    mine = twin.at(1) or Recorded()
+    drawn = {
         m: replace(getattr(mine, m), generators=recorded.only_drawn(getattr(mine, m).generators, used))
-        for m in (START, FORWARD, AFTER)
+        for m in (START, AFTER)
     }
-    return replace(mine, **kept)
+    forward = replace(mine.forward, generators=recorded.only_drawn(mine.forward.generators, used), attributes=None)
+    return replace(mine, forward=forward, **drawn)
 
 
-def _replaced(seen: Observation, n: int, update: Recorded | None) -> Observation:
+def _replaced(seen: Observation, n: int, update: Recorded) -> Observation:
     """`seen` with its update `n` replaced."""
-    return replace(seen, updates={**seen.updates, n: update or Recorded()})
+    return replace(seen, updates={**seen.updates, n: update})
 
 
 def _agreed(runs: list[Observation], resumed: Observation, k: int) -> Recorded:
-    """Update k+1 as every run recorded it, entry by entry (a generator, a parameter, an attribute); where they do
-    not all agree, the resumed run's own entry, which the second resume holds it to instead."""
+    """Update k+1 as every run recorded what no floating-point sum decides (its generators, batch, target, module
+    attributes that are no float), entry by entry; where they do not all agree, the resumed run's own entry, which
+    the second resume holds it to instead. Nothing else: weights and moments that runs round apart agree by chance
+    in the first updates, and the restore of 0 updates holds them to what was saved."""
     held = [r.at(k + 1) or Recorded() for r in runs]
     mine = resumed.at(1) or Recorded()
-    moments = {
-        moment: replace(
-            getattr(mine, moment),
-            **{
-                f.name: _agree([h.held(moment, f.name) for h in held], mine.held(moment, f.name))
-                for f in fields(getattr(mine, moment))
-            },
-        )
-        for moment in MOMENTS
-    }
-    return Recorded(**moments)
+
+    def agreed(moment: str, key: str, exact: bool = False) -> Any:
+        return _agree([h.held(moment, key) for h in held], mine.held(moment, key), exact)
+
+    forward = Forward(generators=agreed(FORWARD, GENERATORS), batch=agreed(FORWARD, BATCH))
+    forward = replace(forward, attributes=agreed(FORWARD, ATTRIBUTES, exact=True))
+    start, loss = Start(generators=agreed(START, GENERATORS)), Loss(target=agreed(LOSS, TARGET))
+    return Recorded(start=start, forward=forward, loss=loss)
 
 
-def _agree(values: list[Any], mine: Any) -> Any:
-    """The runs' value where they all hold the same one, else `mine`; a map entry by entry."""
+def _agree(values: list[Any], mine: Any, exact: bool = False) -> Any:
+    """The runs' value where they all hold the same one, else `mine`; a map entry by entry. `exact`: a value that
+    holds a float is `mine` too (a float attribute may be a loss the runs round alike by chance)."""
     if isinstance(mine, dict) and all(isinstance(v, dict) for v in values):
         keys = set(mine).union(*values)
-        return {key: _agree([v.get(key) for v in values], mine.get(key)) for key in keys}
-    return values[0] if values[0] is not None and all(v == values[0] for v in values) else mine
+        return {key: _agree([v.get(key) for v in values], mine.get(key), exact) for key in keys}
+    same = values[0] is not None and all(v == values[0] for v in values)
+    return values[0] if same and not (exact and _holds_float(values[0])) else mine
+
+
+def _holds_float(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_holds_float(v) for v in value)
+    return isinstance(value, float)
 
 
 def _with_inputs(restore: Restored, inputs: Check | None) -> Restored:

@@ -62,12 +62,14 @@ class TrajectoryRecord:
     run_key: dict[str, str] | None = None  # what makes another run of it the same run (verify/run/reuse.py)
     reused_from: str | None = None  # --reuse-runs: the verification its run was copied from
     not_reused: str | None = None  # --reuse-runs: why it ran again
+    stopped_after: int | None = None  # the update after which the observer ended it, where the plan asked
 
     def to_json(self) -> dict[str, Any]:
         checked: dict[str, Any] = {"check": self.check.to_json()} if self.check else {}
         checked |= {"started_from": self.started_from} if self.started_from else {}
         checked |= {"ran_on": self.ran_on.to_json()} if self.ran_on else {}
-        reuse = {"run_key": self.run_key, "reused_from": self.reused_from, "not_reused": self.not_reused}
+        reuse: dict[str, Any] = {"run_key": self.run_key, "reused_from": self.reused_from}
+        reuse |= {"not_reused": self.not_reused, "stopped_after": self.stopped_after}
         checked |= {key: said for key, said in reuse.items() if said is not None}
         return {
             "argv": list(self.argv),
@@ -317,4 +319,5 @@ def ran(t: Trajectory) -> TrajectoryRecord:
         run_key=t.run_key,
         reused_from=str(t.reused_from) if t.reused_from is not None else None,
         not_reused=t.not_reused,
+        stopped_after=t.observe.stop[1] if t.observe is not None and t.observe.stop is not None else None,
     )

@@ -46,6 +46,7 @@ def test_a_negative_control_that_blocked_nothing_is_not_applicable_not_divergent
     for entry, check in (recorded.negative(CONTINUOUS, run, FULL, K), recorded_tiers.negative(INTERRUPTED, run, K)):
         assert entry.verdict == NOT_APPLICABLE and entry.diagnosis is None and check.diagnosis is None
         assert check.passed and check.not_applicable is not None and "torch.set_rng_state" in check.not_applicable
+        assert "torch.Generator.set_state" in check.not_applicable  # a generator object's setter is blocked too
         assert check.name.startswith("negative control not applicable: the script never called")
 
 

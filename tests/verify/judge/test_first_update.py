@@ -398,3 +398,28 @@ def test_a_second_update_whose_first_difference_is_not_its_lr_names_nothing():
     )
     found = first_update.diagnose(continuous, other_scheduler, 5, PARTS)
     assert found is None  # the scheduler's own state differs: not the counter's evidence
+
+
+def test_an_attribute_two_runs_of_the_command_hold_otherwise_is_no_evidence():
+    """A clock kept on a module changes every update and differs between any two processes: `repeatable` leaves it out
+    of every record, where a counter both runs hold alike stays."""
+
+    def run(clock: float, calls: int) -> dict:
+        return observed(
+            {
+                1: update(forward__attributes={"model.clock": clock, "model.calls": 0}),
+                6: update(forward__attributes={"model.clock": clock + 5, "model.calls": calls}),
+            }
+        )
+
+    records = first_update.repeatable(
+        {"continuous": run(1.0, 5), "continuous-repeat": run(2.0, 5), "resumed": run(3.0, 0)}
+    )
+    assert {name for u in records["resumed"][None].updates.values() for name in u.forward.attributes} == {"model.calls"}
+    resumed = observed({1: update(forward__attributes={"model.clock": 9.0, "model.calls": 5})})
+    assert (
+        first_update.diagnose(
+            records["continuous"], first_update.without(resumed, frozenset({"model.clock"})), 5, PARTS
+        )
+        is None
+    )
