@@ -1,5 +1,5 @@
 """What the observer records inside a trainer's process, as both sides name it: the environment that asks for it,
-the record file, its keys, and its reading (protocol revision 1.3, docs/protocol.md, "The observer's records").
+the record file, its keys, and its reading (protocol revisions 1.3 and 1.4, docs/protocol.md, "The observer's records").
 
 The verifier starts every trajectory with `OBSERVE_ENV` naming the record file (without suffix; each rank of a
 torchrun group adds its own) and `UPDATES_ENV` the updates of the process to record, counted from 1 in that

@@ -31,11 +31,15 @@ NUMPY_RANDOM, KIT_GENERATORS = "numpy.random", "resumeproof.kit.generators"  # m
 
 
 def install(
-    names: ModuleType, observer: ModuleType, block: ModuleType, fingerprint: ModuleType, environ: Mapping[str, str]
+    names: ModuleType,
+    observer: ModuleType,
+    block: ModuleType | None,
+    fingerprint: ModuleType,
+    environ: Mapping[str, str],
 ) -> Observer:
     """Watch this process as `environ` asks (the verifier's OBSERVE_ENV, UPDATES_ENV, STOP_ENV, BLOCK_ENV); `names`
-    is common/observation.py, `observer` observe/observer.py, `block` observe/block.py and `fingerprint`
-    observe/fingerprint.py, as sitecustomize loaded them."""
+    is common/observation.py, `observer` observe/observer.py, `block` observe/block.py (None: nothing to block) and
+    `fingerprint` observe/fingerprint.py, as sitecustomize loaded them."""
     wanted = names.updates_wanted(environ.get(names.UPDATES_ENV))
     rank = int(environ["RANK"]) if "RANK" in environ and "WORLD_SIZE" in environ else None
     stop = names.stop_asked(environ.get(names.STOP_ENV))
@@ -52,7 +56,8 @@ def install(
     _torch_restores(o, names)
     _python_restores(o, names)
     blocks = names.blocks_asked(environ.get(names.BLOCK_ENV))
-    block.install(o, names.RNG_SETTERS in blocks, blocks - {names.RNG_SETTERS})  # over the wrappers: no restore seen
+    if block is not None:  # loaded only where something is to be blocked (sitecustomize)
+        block.install(o, names.RNG_SETTERS in blocks, blocks - {names.RNG_SETTERS})  # over the wrappers: unseen
     o.blocking = (block, names.RNG_SETTERS in blocks)
     atexit.register(guarded(o, o.exiting))  # what the process finished, for a trainer stopped by its own handler
     return o

@@ -265,10 +265,10 @@ class Observer:
                 self.keep(self.o.AFTER, self.o.PARAMS, list(named.values()))
             params = dict(zip(named, found[1:], strict=True))
             now[self.o.AFTER] = {self.o.GENERATORS: self.generators(), self.o.GRADS: found[0], self.o.PARAMS: params}
-            self.write()
+            self.write(last=self.update == max(self.wanted))  # under torchrun a worker may leave by os._exit
         if self.stop == (self.o.SIGTERM, self.update):  # a preemption: the trainer's own handler saves and exits
             self.stopped = self.update
-            self.write()
+            self.write(last=True)
             os.kill(os.getpid(), signal.SIGTERM)
         self.update += 1
         self.forwarded = self.lossed = self.stepped = self.targeted = False
@@ -290,7 +290,7 @@ class Observer:
         """End the process just before update K+1's optimizer step: its inputs are recorded (the restore is checked
         against them), and nothing the trainer does at the end of update K (its save) is cut short."""
         self.stopped = self.update - 1
-        self.write()
+        self.write(last=True)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
@@ -299,9 +299,11 @@ class Observer:
         """At exit, the last word of a process that trained (a launcher such as torchrun, which imports torch and
         steps nothing, writes no record: its workers do)."""
         if self.first is not None or self.blocked:
-            self.write()
+            self.write(last=True)
 
-    def write(self) -> None:
+    def write(self, last: bool = False) -> None:
+        """The record file, whole, atomically. `last`: a write the process may end after (its last recorded update,
+        a stop, its exit) also names its source files, which takes a stat of every module it loaded."""
         document = {
             "format": self.o.FORMAT,
             "rank": self.rank,
@@ -312,8 +314,9 @@ class Observer:
             "blocked": self.blocked,
             "iterators": sorted(self.iterators),
             self.o.FINGERPRINT: self.f.ALGORITHMS,
-            self.o.SOURCES: _sources(self.sources, Path(os.path.abspath(self.path)).parents[1]),
         }
+        if last:
+            document[self.o.SOURCES] = _sources(self.sources, Path(os.path.abspath(self.path)).parents[1])
         temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         temporary.write_text(json.dumps({**document, "failed": self.failed}, allow_nan=True))
         os.replace(temporary, self.path)  # the verifier reads a whole document or none
@@ -325,8 +328,9 @@ def _sources(known: dict[str, list[int] | None], outputs: Path) -> dict[str, lis
     folder is its output, not code."""
     loaded = [getattr(m, "__file__", None) for m in list(sys.modules.values())]  # torch.ops's is a bare name
     named = [os.path.abspath(a) for a in sys.argv if os.path.isfile(a)]  # the script, a config the command names
+    inside = os.path.join(outputs, "")  # absolute, as every path here: a prefix of strings (a Path each costs more)
     for path in {p for p in loaded if isinstance(p, str) and os.path.isabs(p)}.union(named) - known.keys():
-        if not Path(path).is_relative_to(outputs):
+        if not path.startswith(inside):
             try:
                 known[path] = [(stat := os.stat(path)).st_size, stat.st_mtime_ns]
             except OSError:  # a module from a zip or a script that deleted itself: nothing to re-stat, never reused

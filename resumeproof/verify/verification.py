@@ -4,6 +4,8 @@ failed, evaluate, and build the `Verification` that verification.json and every 
 The command line turns its outcome into an exit code (0 passed, 1 a comparison failed, 2 could not complete).
 """
 
+import importlib
+import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +34,21 @@ if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _
 COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failure here asks for the evidence
 
 
+# What the verifier needs only once trainers finish: the checkpoint checkers (the interrupted run's accept, which its
+# resume waits for), the judges and the report's package versions. Imported in a thread while the first trainers run,
+# so that neither the resume nor the report waits for them; each is imported again where it is used, and an import
+# that failed here fails there.
+LATER = (
+    "resumeproof.verify.run.accept",
+    "resumeproof.verify.judge.summaries",
+    "resumeproof.verify.judge.script",
+    "importlib.metadata",
+)
+
+
 def verify(s: Settings, out: Console) -> Verification:
     """One verification, written to OUTPUT/verification.json: of a protocol trainer, or of a script (--observe)."""
+    threading.Thread(target=_import_later, name="resumeproof-imports", daemon=True).start()
     if s.reuse_runs is not None:
         reuse.read(s.reuse_runs)  # before anything is written: a PREVIOUS that cannot be read stops it here
     if s.script:
@@ -61,6 +76,14 @@ def verify(s: Settings, out: Console) -> Verification:
         result.plot = str(plot_module.write(s.output / "verification.png", _summaries(trajectories), s.atol, divergent))
     result.write(s.output / "verification.json")
     return result
+
+
+def _import_later() -> None:
+    for name in LATER:
+        try:
+            importlib.import_module(name)
+        except Exception:  # imported again where it is used, and failing there as it would
+            continue
 
 
 def _planned(s: Settings, out: Console) -> tuple[Settings, list[Trajectory], str | None]:

@@ -77,7 +77,8 @@ class _Watcher(importlib.abc.MetaPathFinder):
             if name == "torch" and self.observer is None:
                 names = _load("observation", OBSERVE.parent / "common" / "observation.py")
                 observer = _load("observer", OBSERVE / "observer.py")
-                block = _load("block", OBSERVE / "block.py")
+                asked = os.environ.get(names.BLOCK_ENV)  # a process that blocks nothing never loads it
+                block = _load("block", OBSERVE / "block.py") if asked else None
                 fingerprint = _load("fingerprint", OBSERVE / "fingerprint.py")
                 self.installer = _load("install", OBSERVE / "install.py")
                 self.observer = self.installer.install(names, observer, block, fingerprint, os.environ)
