@@ -32,3 +32,27 @@ def test_the_observer_watches_a_trainer_that_cannot_import_resumeproof(tmp_path)
     assert proc.stdout.strip() == "['resumeproof']"  # the blocked entry alone: nothing of the package was loaded
     recorded = json.loads(o.record_file(record, None).read_text())
     assert recorded["failed"] is None and sorted(recorded["updates"]) == ["1", "2"]
+
+
+GC = """
+import gc, sys
+if "off" in sys.argv:
+    gc.disable()
+import torch
+print(gc.isenabled(), gc.get_freeze_count() > 0)
+"""
+
+
+def test_the_collector_is_paused_for_torchs_import_then_its_objects_are_frozen_and_it_is_set_back(tmp_path):
+    """torch's import makes objects that live as long as the process: frozen, the collector never walks them again (a
+    quarter of a small trainer's process). A trainer that turned the collector off keeps it off, and nothing frozen."""
+    script = tmp_path / "gc.py"
+    script.write_text(GC)
+    env = o.environment({**os.environ, "PYTHONPATH": ""}, tmp_path / "records", {1})
+    said = [
+        subprocess.run([sys.executable, "-B", str(script), *args], env=env, capture_output=True, text=True, timeout=120)
+        for args in ((), ("off",))
+    ]
+    assert [p.stdout.split() for p in said] == [["True", "True"], ["False", "False"]], [p.stderr for p in said]
+    unwatched = subprocess.run([sys.executable, "-B", str(script)], capture_output=True, text=True, timeout=120)
+    assert unwatched.stdout.split() == ["True", "False"]  # without the observer, torch's import freezes nothing

@@ -3,12 +3,15 @@
 At start-up it runs any other `sitecustomize` the interpreter would have run, then, only where the verifier asked
 (common/observation.py's OBSERVE_ENV), waits for the trainer to import torch and installs the observer
 (observe/install.py). Until then it costs a few milliseconds and imports nothing heavy; a trainer that never
-imports torch is never touched. Every module it loads is loaded by its path under a private name, so a trainer's
+imports torch is never touched. While torch itself is imported it pauses Python's cyclic garbage collector, and
+then freezes what the import made (`gc.freeze`): objects that live as long as the process, which the collector
+would walk to no end. Every module it loads is loaded by its path under a private name, so a trainer's
 own resumeproof (of any version, or none) is left as it is. It never raises into the trainer.
 """
 
 from __future__ import annotations  # `Observer` below is a name for mypy alone
 
+import gc
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -67,7 +70,19 @@ class _Watcher(importlib.abc.MetaPathFinder):
 
     def _then(self, name: str, run: Any) -> Any:
         def exec_module(module: ModuleType) -> None:
-            run(module)
+            # torch's import makes about a million objects that live as long as the process: every collection of the
+            # cyclic garbage collector walks them again and finds nothing, during the import and after it (a quarter
+            # of a small trainer's process). Paused for the import, then those objects frozen (never walked again),
+            # and the collector set back as it was. Nothing the trainer computes changes.
+            paused = name == "torch" and gc.isenabled()
+            if paused:
+                gc.disable()
+            try:
+                run(module)
+            finally:
+                if paused:
+                    gc.freeze()
+                    gc.enable()
             self.imported(name, module)
 
         return exec_module
