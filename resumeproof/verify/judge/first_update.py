@@ -332,11 +332,12 @@ def _loss(u: Update) -> Found | None:
 
 
 def _backwards(u: Update) -> Found | None:
-    """Another number of backward passes in the update: its micro-batches counted from a counter that restarted (a
-    gradient-accumulation index), whatever the first micro-batch's loss and generators say."""
+    """Another number of backward passes in the update, fed the same first batch: its micro-batches counted from a
+    counter that restarted (a gradient-accumulation index), whatever the first micro-batch's loss and generators say.
+    Fed another batch as well, the data position is the evidence (`_batch`)."""
     a, b = u.then.step.backwards, u.first.step.backwards
-    if a is None or b is None or a == b:
-        return None
+    if a is None or b is None or a == b or _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u) is not None:
+        return None  # another batch too: a script that counts its micro-steps from the data position moved both
     why = "the gradient-accumulation counter (micro-steps per update) was not restored"
     return Found(f"{b} backward passes in the update vs {a}", PROGRESS, why)
 

@@ -423,3 +423,13 @@ def test_an_attribute_two_runs_of_the_command_hold_otherwise_is_no_evidence():
         )
         is None
     )
+
+
+def test_another_number_of_backward_passes_fed_another_batch_names_the_data_position():
+    """A script that counts its micro-steps from the batch index moves both when its data position is lost (a skip
+    of one micro-batch per update instead of three): the batch is the evidence, not the count it moved."""
+    first = update(forward__batch="other")
+    first[o.STEP][o.BACKWARDS], then = 2, update()
+    then[o.STEP][o.BACKWARDS] = 3
+    d = diagnose(first, then=then, parts=STANDARD_PARTS)
+    assert d is not None and d.lost == ("data",) and "backward passes" not in d.explanation
