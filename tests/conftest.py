@@ -1,9 +1,8 @@
-"""Fixtures shared by the whole suite: one trained checkpoint reused by many tests, a Ray cluster."""
+"""Fixtures shared by the whole suite: one trained checkpoint reused by many tests, a Ray cluster, a Slurm cluster."""
 
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -12,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import trained
+from tests import slurm_cluster as slurm
+from tests.helpers import free_ports, trained
 
 
 @pytest.fixture(scope="session")
@@ -73,12 +73,21 @@ def ray_cluster() -> Iterator[str]:
             shutil.rmtree(temp, ignore_errors=True)  # the cluster's own files, this fixture's only
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` ports nothing listens on now (held together, so that they differ)."""
-    held = [socket.socket() for _ in range(count)]
-    for s in held:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in held]
-    for s in held:
-        s.close()
-    return ports
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory) -> Iterator[slurm.Cluster]:
+    """A real Slurm cluster of two nodes on this machine (tests/slurm_cluster.py), Debian's packages installed where
+    they are missing. One per worker that asks for it: the real-Slurm tests share one xdist group ("slurm"). Where
+    it cannot run (not root), the tests are skipped here and fail in CI, where a skip would prove nothing."""
+    why = slurm.why_not()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"no Slurm cluster in CI: {why}")
+        pytest.skip(f"no Slurm cluster here: {why}")
+    slurm.install(Path(tempfile.gettempdir()) / "resumeproof-slurm-install.lock")
+    # Short: munge's socket path must fit in 107 bytes
+    cluster = slurm.start(Path(tempfile.mkdtemp(prefix="rp-slurm-")))
+    try:
+        yield cluster
+    finally:
+        slurm.stop(cluster)
+        shutil.rmtree(cluster.folder, ignore_errors=True)

@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -258,3 +259,14 @@ def trained(tmp_path_factory, name: str, steps: int) -> Path:
     proc = run_train("--steps", str(steps), "--output", out)
     assert proc.returncode == 0, proc.stderr
     return out
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` ports nothing listens on now (held together, so that they differ)."""
+    held = [socket.socket() for _ in range(count)]
+    for s in held:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in held]
+    for s in held:
+        s.close()
+    return ports

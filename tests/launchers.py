@@ -11,6 +11,7 @@ import pytest
 
 from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV
 from tests.helpers import TRAINERS, verification
+from tests.slurm_cluster import Cluster
 
 # An unmodified script verified through --observe, resumed from its own output folder
 _LOOP = shlex.join([sys.executable, "-B", str(TRAINERS / "out_dir_loop.py"), str(TRAINERS / "out_dir_loop_config.py")])
@@ -27,13 +28,17 @@ def through_ray(tmp_path_factory, address: str, name: str, *args: str) -> Verifi
     return _ran_on("ray", *verification(tmp_path_factory, name, *args, "--launcher", "ray", "--ray-address", address))
 
 
-def through_slurm(tmp_path_factory, name: str, *args: str) -> Verified:
-    """One verification whose trajectories are Slurm jobs run by submitit's local executor, each checked to have run
-    as one."""
+def through_slurm(tmp_path_factory, name: str, *args: str, cluster: Cluster | None = None) -> Verified:
+    """One verification whose trajectories are Slurm jobs, each checked to have run as one: on `cluster`, a real
+    Slurm (tests/slurm_cluster.py), else run by submitit's local executor."""
     with pytest.MonkeyPatch.context() as env:
-        env.setenv(SUBMITIT_CLUSTER_ENV, "local")
+        env.delenv(SUBMITIT_CLUSTER_ENV, raising=False)
+        if cluster is None:
+            env.setenv(SUBMITIT_CLUSTER_ENV, "local")
+        for variable, value in (cluster.env if cluster else {}).items():
+            env.setenv(variable, value)
         verified = verification(tmp_path_factory, name, *args, "--launcher", "slurm")
-    return _ran_on("slurm (submitit's local executor)", *verified)
+    return _ran_on("slurm" if cluster else "slurm (submitit's local executor)", *verified)
 
 
 def _ran_on(launcher: str, proc: subprocess.CompletedProcess, doc: dict, out: Path) -> Verified:

@@ -69,13 +69,14 @@ def pair(tmp_path_factory, ray_cluster):
 
 
 @pytest.fixture(scope="module")
-def two_nodes(tmp_path_factory):
-    """`pair` across two nodes of one process each: torchrun without --standalone, as a Slurm job of two nodes whose
-    tasks each start it with the allocation's rendezvous (submitit's local executor: each task stands in for a node,
-    here on one machine)."""
+def two_nodes(tmp_path_factory, slurm_cluster):
+    """`pair` across two nodes of one process each: torchrun without --standalone, as a job of two nodes of a real
+    Slurm (tests/slurm_cluster.py: both nodes on this machine, their names resolving nowhere) whose tasks each start it
+    with the allocation's rendezvous."""
     one_per_node = shlex.join([*TORCHRUN, "--nproc-per-node", "1", str(TRAIN)])
     faults = ("--faults", "other-ranks.data,other-ranks.rng", "--steps", "4", "--interrupt-at", "2")
-    return through_slurm(tmp_path_factory, "two-nodes", "--train-cmd", one_per_node, *faults, "--slurm-nodes", "2")
+    args = ("--train-cmd", one_per_node, *faults, "--slurm-nodes", "2")
+    return through_slurm(tmp_path_factory, "two-nodes", *args, cluster=slurm_cluster)
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +132,7 @@ def test_a_two_node_slurm_job_runs_the_same_trajectories_as_two_processes_on_one
     assert proc.returncode == 0, proc.stderr
     hosts = {t["ran_on"]["host"] for t in doc["trajectories"].values()}
     assert len(hosts) == 1 and len(hosts.pop().split(",")) == 2
+    assert {t["ran_on"]["node"] for t in doc["trajectories"].values()} == {"n1,n2"}
     assert {t["ran_on"]["attempts"] for t in doc["trajectories"].values()} == {1}
     _, one_node, one_node_out = pair
     for name in ("continuous", "resumed", "fault-other-ranks.data"):

@@ -9,8 +9,7 @@ from ray.job_submission import JobStatus, JobSubmissionClient
 
 from resumeproof.common.protocol import STANDARD_PARTS
 from tests.agreements import contradictions
-from tests.conftest import free_ports
-from tests.helpers import run_verify, verification
+from tests.helpers import free_ports, run_verify, verification
 from tests.interrupt import ctrl_c_during_two_trainers, running
 from tests.launchers import OBSERVED_SCRIPT, judged, through_ray
 

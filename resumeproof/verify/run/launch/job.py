@@ -11,9 +11,10 @@ import socket
 import subprocess
 import threading
 from types import FrameType
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 CANNOT_START = 127  # the shell's exit status for a command it cannot find
+SLURM_NODE = "SLURMD_NODENAME"  # Slurm's name of the node a job's task runs on: need not be its host name
 # What a trajectory's environment changes in the one it starts from: variables set, variables removed. Only the
 # changes travel: the node's own (Slurm's SLURM_*, the CUDA_VISIBLE_DEVICES of its allocation) stay the node's.
 Changes = tuple[dict[str, str], tuple[str, ...]]
@@ -35,8 +36,8 @@ def run(argv: list[str], log: str, changes: Changes | None, starts: str) -> int:
     SIGTERM) kills the command's session first, wherever the interrupt lands once the command has started."""
     env = None if changes is None else changed(dict(os.environ), changes)
     devices = (env if env is not None else os.environ).get("CUDA_VISIBLE_DEVICES", "")
-    with open(starts, "a") as mark:
-        mark.write(f"{socket.gethostname()}\t{devices}\n")
+    with open(starts, "a") as mark:  # the machine, its devices, and Slurm's name of the node (empty elsewhere)
+        mark.write(f"{socket.gethostname()}\t{devices}\t{os.environ.get(SLURM_NODE, '')}\n")
     main = threading.current_thread() is threading.main_thread()  # as in a job; a test may call it from a thread
     # submitit only logs a SIGTERM: the command must end too. The caller's handler is put back (a test's process).
     before = signal.signal(signal.SIGTERM, _interrupt) if main else None
@@ -68,11 +69,19 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def started(starts: str) -> list[tuple[str, str]]:
-    """Each start's host and devices, in order."""
+class Start(NamedTuple):
+    """One start of a job's command: the machine's host name, its CUDA_VISIBLE_DEVICES, Slurm's name of the node."""
+
+    host: str
+    devices: str
+    node: str
+
+
+def started(starts: str) -> list[Start]:
+    """Each start, in order."""
     try:
         with open(starts) as mark:
-            return [tuple(line.rstrip("\n").split("\t", 1)) for line in mark if line.strip()]  # type: ignore[misc]
+            return [Start(*line.rstrip("\n").split("\t", 2)) for line in mark if line.strip()]
     except FileNotFoundError:
         return []
 

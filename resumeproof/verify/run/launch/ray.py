@@ -61,7 +61,7 @@ class Ray:
             with self._lock:
                 self._jobs.discard(sid)
         ran = job.started(str(starts))
-        host, devices = ran[-1] if ran else (None, "")
+        host, devices = (ran[-1].host, ran[-1].devices) if ran else (None, "")
         where = Placement(launcher=RAY, host=host, job_id=sid, attempts=len(ran), devices=devices or None)
         return Launched(code, where)
 

@@ -45,6 +45,7 @@ class Placement:
     job_id: str | None  # None: no scheduler (local)
     attempts: int  # starts of the command: more than one is a retry or a requeue, refused
     devices: str | None  # CUDA_VISIBLE_DEVICES as the command saw it (None: not set)
+    node: str | None = None  # Slurm's name of the node(s) (SLURMD_NODENAME, joined by commas); None: no Slurm
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +54,7 @@ class Placement:
             "job_id": self.job_id,
             "attempts": self.attempts,
             "devices": self.devices,
+            "node": self.node,
         }
 
     @classmethod

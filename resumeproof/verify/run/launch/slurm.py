@@ -8,7 +8,9 @@ observer's records lie under --output, which every node must see (docs/cluster.m
 """
 
 import os
+import re
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -21,7 +23,10 @@ import submitit
 from resumeproof.verify.run.launch import job
 from resumeproof.verify.run.launch.seam import SLURM, SUBMITIT_CLUSTER_ENV, Launch, Launched, LaunchError, Placement
 
-POLL = 0.2  # seconds between two looks at a job's state
+POLL = 0.2  # seconds between two looks for a job's result
+LOOK = 2.0  # seconds between two looks at squeue, for a job that ended without writing its result
+# squeue's states of a job that will not run again (a requeued job is PENDING again, not one of these)
+ENDED = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT"}
 # The rendezvous port, the same on every node without talking: derived from the job id as Lightning's SLURMEnvironment
 # does (15000 + its last four digits), so that two jobs on one first node rarely pick the same.
 PORT_BASE = 15000
@@ -61,14 +66,17 @@ class Slurm:
         return Launched(code, self._placement(str(submitted.job_id), starts))
 
     def _placement(self, job_id: str, starts: Path) -> Placement:
-        """Where the job ran: each node's last start (hosts joined by commas), the first node's devices, and the
-        most starts of one node (a requeue starts them all again)."""
+        """Where the job ran: each node's last start (hosts and Slurm's node names joined by commas), the first node's
+        devices, and the most starts of one node (a requeue starts them all again)."""
         ran = [job.started(node_starts(str(starts), node)) for node in range(self.nodes)]
         last = [each[-1] for each in ran if each]
-        hosts = ",".join(host for host, _ in last) or None
-        devices = last[0][1] if last else ""
+        hosts = ",".join(start.host for start in last) or None
+        nodes = ",".join(start.node for start in last if start.node) or None
+        devices = last[0].devices if last else ""
         attempts = max(len(each) for each in ran)
-        return Placement(launcher=self.name, host=hosts, job_id=job_id, attempts=attempts, devices=devices or None)
+        return Placement(
+            launcher=self.name, host=hosts, job_id=job_id, attempts=attempts, devices=devices or None, node=nodes
+        )
 
     def close(self) -> None:
         """Cancel every job submitted and not yet finished (Ctrl-C, an error, the end of a run)."""
@@ -81,7 +89,14 @@ class Slurm:
     def _wait(self, submitted: Any, starts: Path, timeout: float) -> int:
         """The job's exit code once it is done; cancelled, with the scheduler's word, when it takes too long."""
         deadline = time.monotonic() + timeout
+        looked = time.monotonic()
         while not submitted.done():
+            if self.name == SLURM and time.monotonic() - looked > LOOK:
+                looked = time.monotonic()
+                ended = _ended(str(submitted.job_id))
+                if ended is not None and not submitted.done():  # the result is written before the job ends
+                    said = f"ended {ended} without a result (its output: {self.folder}/{submitted.job_id}_0_log.err)"
+                    raise LaunchError(f"job {submitted.job_id} {said}")
             if self._closed.is_set():  # cancelled here too: `close` may have run before this job was registered
                 submitted.cancel(check=False)
                 raise LaunchError(f"job {submitted.job_id} cancelled")
@@ -128,21 +143,67 @@ def _executor(launch: Launch, folder: Path) -> Any:
 
 def every_node(argv: list[str], log: str, made: job.Changes | None, starts: str) -> int:
     """What each task of a job on several nodes runs: `job.run` with torchrun's rendezvous from the allocation (one
-    task per node, so the task's rank is the node's), its starts counted in the node's own file."""
+    task per node, so the task's rank is the node's), its starts counted in the node's own file. The rendezvous
+    address is the first node's as Slurm reaches it (`node_address`); one that does not resolve here is said in the
+    log in one line and the node runs nothing (else every rank waits out torchrun's rendezvous time-out)."""
     here = submitit.JobEnvironment()
+    first = here.hostnames[0]
+    address = node_address(first)
+    try:
+        socket.getaddrinfo(address, None)
+    except socket.gaierror as err:
+        with open(log, "a") as out:
+            said = f"the first node's address {address!r} (node {first}) does not resolve on {here.hostname}"
+            out.write(f"--slurm-nodes {here.num_tasks}: {said}: {err.strerror}\n")
+        return job.CANNOT_START
     rendezvous = {
         "PET_NNODES": str(here.num_tasks),
         "PET_NODE_RANK": str(here.global_rank),
-        "PET_MASTER_ADDR": here.hostnames[0],
+        "PET_MASTER_ADDR": address,
         "PET_MASTER_PORT": str(PORT_BASE + int(str(here.raw_job_id)[-4:])),
     }
     set_, removed = made if made is not None else ({}, ())
     return job.run(argv, log, ({**set_, **rendezvous}, removed), node_starts(starts, here.global_rank))
 
 
+def node_address(node: str) -> str:
+    """The address Slurm reaches `node` at: its `NodeAddr` (`scontrol show node`), since a node's name need not
+    resolve (a cluster's names are often Slurm's own); the name itself where scontrol does not know the node (submitit's
+    local executor: this machine's host name)."""
+    scontrol = shutil.which("scontrol")
+    if scontrol is None:
+        return node
+    try:
+        argv = [scontrol, "show", "node", node, "--oneliner"]
+        shown = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return node
+    found = re.search(r"\bNodeAddr=(\S+)", shown.stdout)
+    return found.group(1) if shown.returncode == 0 and found else node
+
+
 def node_starts(starts: str, node: int) -> str:
     """The file a node's starts are counted in: the job's own for the first node."""
     return starts if node == 0 else f"{starts}.node-{node}"
+
+
+def _ended(job_id: str) -> str | None:
+    """Slurm's state of a job that has ended, from squeue (submitit asks sacct, which a cluster without accounting
+    cannot answer: it would wait for a result that never comes); None while it is queued, running or requeued, or
+    where squeue cannot say."""
+    squeue = shutil.which("squeue")
+    if squeue is None:
+        return None
+    try:
+        shown = subprocess.run(
+            [squeue, "-h", "-t", "all", "-j", job_id, "-o", "%T"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if shown.returncode != 0 and "Invalid job id" in shown.stderr:
+        return "and left the queue"
+    states = set(shown.stdout.split())
+    return "/".join(sorted(states)) if states and states <= ENDED else None
 
 
 def _reason(submitted: Any) -> str:

@@ -21,6 +21,7 @@ def test_a_local_process_records_this_host_one_attempt_no_job_and_the_devices_it
         "job_id": None,
         "attempts": 1,
         "devices": "1",
+        "node": None,
     }
 
 

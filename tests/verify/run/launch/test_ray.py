@@ -17,7 +17,7 @@ from resumeproof.verify.run import launch
 from resumeproof.verify.run.launch import Launch, LaunchError, job
 from resumeproof.verify.run.launch.ray import Ray
 from resumeproof.verify.run.trajectories import DONE, FAILED, Trajectory, run_all
-from tests.conftest import free_ports
+from tests.helpers import free_ports
 from tests.verify.run.launch.test_slurm import SLEEPER, gone, wait_until
 
 pytestmark = pytest.mark.xdist_group("ray")  # one worker, one cluster

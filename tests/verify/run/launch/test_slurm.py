@@ -1,6 +1,8 @@
-"""The Slurm launcher through submitit: real jobs from submitit's local executor (the same job objects, run as
-processes here) for the exit code, the log, the environment, cancellation and Ctrl-C; a fake scheduler only where a
-real one cannot be made to misbehave (a requeue, a job that never starts)."""
+"""The Slurm launcher through submitit: real jobs on a real two-node Slurm on this machine (tests/slurm_cluster.py) for
+what a cluster decides (node names and addresses, a refused requeue, a job that ends without a result); submitit's
+local executor (the same job objects, run as processes here) for the exit code, the log, the environment,
+cancellation and Ctrl-C; a fake scheduler only where a real one cannot be made to misbehave on demand (a job whose
+command starts twice, a job that never starts)."""
 
 import os
 import signal
@@ -17,8 +19,9 @@ from click.testing import CliRunner
 from resumeproof import cli
 from resumeproof.verify.run import launch
 from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV, Launch, LaunchError, job
-from resumeproof.verify.run.launch.slurm import PORT_BASE, Slurm, node_starts
+from resumeproof.verify.run.launch.slurm import PORT_BASE, Slurm, every_node, node_starts
 from resumeproof.verify.run.trajectories import DONE, FAILED, Trajectory, run_all
+from tests.slurm_cluster import NODES
 
 SLURM = Launch(launcher="slurm")
 # Writes its pid, then waits to be cancelled: what a cancelled job must not leave behind.
@@ -201,8 +204,8 @@ def test_a_job_whose_second_node_started_twice_is_refused(tmp_path):
     class SecondNodeTwice(Requeued):
         def submit(self, function, *args):
             starts = args[-1]
-            Path(starts).write_text("node-1\t\n")
-            Path(node_starts(starts, 1)).write_text("node-2\t\nnode-2\t\n")
+            Path(starts).write_text("node-1\t\tn1\n")
+            Path(node_starts(starts, 1)).write_text("node-2\t\tn2\nnode-2\t\tn2\n")
             return Finished(0)
 
     folder = tmp_path / "launches"
@@ -211,7 +214,7 @@ def test_a_job_whose_second_node_started_twice_is_refused(tmp_path):
     slurm = Slurm(Launch(launcher="slurm", nodes=2), folder, executor=SecondNodeTwice())
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=slurm)
     assert t.status == FAILED and t.placement is not None and t.placement.attempts == 2
-    assert t.placement.host == "node-1,node-2" and "started 2 times" in (t.error or "")
+    assert t.placement.host == "node-1,node-2" and t.placement.node == "n1,n2" and "started 2 times" in (t.error or "")
 
 
 def test_a_prerequisite_step_requeued_refuses_its_trajectory_before_the_command_runs(tmp_path):
@@ -281,7 +284,7 @@ def test_a_job_that_started_and_did_not_finish_within_the_timeout_is_cancelled(t
 
     class StartsAndHangs(NeverStarts):
         def submit(self, function, *args):
-            Path(args[-1]).write_text("node-3\t0\n")  # what job.run writes first, on the node
+            Path(args[-1]).write_text("node-3\t0\tn3\n")  # what job.run writes first, on the node
             return self.job
 
     scheduler = StartsAndHangs()
@@ -301,3 +304,87 @@ def test_the_command_refuses_slurm_without_submitit_before_anything_runs(tmp_pat
     result = CliRunner().invoke(cli.main, ["verify", "--output", str(tmp_path / "out"), "--launcher", "slurm"])
     assert result.exit_code == 2 and "needs submitit, the 'cluster' extra" in result.output
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture
+def real_jobs(slurm_cluster, tmp_path, monkeypatch) -> Slurm:
+    """The Slurm launcher submitting to the real two-node cluster."""
+    monkeypatch.delenv(SUBMITIT_CLUSTER_ENV, raising=False)
+    for name, value in slurm_cluster.env.items():
+        monkeypatch.setenv(name, value)
+    return Slurm(SLURM, tmp_path / "launches")
+
+
+def test_a_real_job_runs_once_and_records_slurms_node(real_jobs, tmp_path):
+    ran = real_jobs.launch([sys.executable, "-c", "print('ran')"], tmp_path / "t.log", 120, None)
+    assert ran.exit_code == 0 and (tmp_path / "t.log").read_text() == "ran\n"
+    where = ran.placement
+    assert where.launcher == "slurm" and where.job_id is not None and where.job_id.isdigit()
+    assert where.attempts == 1 and where.host == socket.gethostname() and where.node in NODES
+
+
+def test_a_real_two_node_job_meets_at_the_first_nodes_address_not_its_name(slurm_cluster, real_jobs, tmp_path):
+    """The nodes' names (n1, n2) resolve nowhere: torchrun's rendezvous gets the first node's NodeAddr."""
+    names = ("PET_NNODES", "PET_NODE_RANK", "PET_MASTER_ADDR", "SLURMD_NODENAME")
+    show = f"import os; print(*[os.environ.get(k) for k in {names!r}])"
+    two = Slurm(Launch(launcher="slurm", nodes=2), tmp_path / "launches")
+    ran = two.launch([sys.executable, "-c", show], tmp_path / "t.log", 120, None)
+    assert ran.exit_code == 0
+    assert sorted((tmp_path / "t.log").read_text().splitlines()) == ["2 0 127.0.0.1 n1", "2 1 127.0.0.1 n2"]
+    assert ran.placement.node == "n1,n2" and ran.placement.attempts == 1
+
+
+def test_a_first_node_whose_address_does_not_resolve_is_one_line_and_runs_nothing(tmp_path, monkeypatch):
+    """Where neither scontrol nor the resolver knows the first node, the task says so in the log and starts nothing,
+    instead of every rank waiting out torchrun's rendezvous."""
+
+    class Unresolvable:
+        hostnames = ("node-that-resolves-nowhere.invalid", "n2")
+        hostname, num_tasks, global_rank, raw_job_id = "n2", 2, 1, "42"
+
+    monkeypatch.setattr("submitit.JobEnvironment", Unresolvable)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no scontrol
+    log, starts, never = tmp_path / "t.log", tmp_path / "starts", tmp_path / "ran"
+    code = every_node([sys.executable, "-c", f"open({str(never)!r}, 'w')"], str(log), None, str(starts))
+    said = "--slurm-nodes 2: the first node's address 'node-that-resolves-nowhere.invalid' (node "
+    assert code == job.CANNOT_START and log.read_text().startswith(said) and len(log.read_text().splitlines()) == 1
+    assert not never.exists() and job.started(node_starts(str(starts), 1)) == []
+
+
+def test_slurm_itself_refuses_to_requeue_a_trajectorys_job(slurm_cluster, real_jobs, tmp_path):
+    """`sbatch --no-requeue` holds on a real scheduler: `scontrol requeue` (what a preemption with PreemptMode=REQUEUE
+    does) is refused for the running job, which then ends once, as it was planned."""
+    pid = tmp_path / "pid"
+    ran: list = []
+    sleeper = [sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w'); time.sleep(3)", str(pid)]
+    runner = threading.Thread(target=lambda: ran.append(real_jobs.launch(sleeper, tmp_path / "t.log", 120, None)))
+    runner.start()
+    assert wait_until(pid.exists)
+    job_id = slurm_cluster.command("squeue", "-h", "-o", "%i").split()[0]
+    env = {**os.environ, **slurm_cluster.env}
+    refused = subprocess.run(["scontrol", "requeue", job_id], env=env, capture_output=True, text=True)
+    runner.join(timeout=120)
+    assert refused.returncode != 0 and "disabled" in refused.stderr
+    assert ran and ran[0].exit_code == 0 and ran[0].placement.attempts == 1
+
+
+def test_a_job_that_ends_without_a_result_is_said_from_squeue_not_waited_for(slurm_cluster, real_jobs, tmp_path):
+    """A cluster without accounting cannot answer sacct, through which submitit learns that a job ended: a job
+    cancelled by someone else (an admin, a node failure) would be waited for until --timeout. squeue's state ends it."""
+    pid = tmp_path / "pid"
+    errors: list = []
+
+    def launch() -> None:
+        try:
+            real_jobs.launch([sys.executable, "-c", SLEEPER, str(pid)], tmp_path / "t.log", 600, None)
+        except LaunchError as err:
+            errors.append(str(err))
+
+    runner = threading.Thread(target=launch)
+    runner.start()
+    assert wait_until(pid.exists)
+    slurm_cluster.command("scancel", slurm_cluster.command("squeue", "-h", "-o", "%i").split()[0])
+    runner.join(timeout=120)
+    assert not runner.is_alive() and len(errors) == 1
+    assert " ended CANCELLED without a result (its output: " in errors[0]
+    assert wait_until(lambda: gone(pid))
