@@ -64,6 +64,7 @@ STEPS_FLAG, OUTPUT_FLAG, RESUME_FLAG = "--steps", "--output", "--resume"
 OMIT_FLAG, OMIT_RNG_FLAG = "--omit", "--omit-rng-restore"
 CHECKPOINT_EVERY_FLAG, UNTIL_STEP_FLAG, PACE_FLAG, KEEP_FLAG = "--checkpoint-every", "--until-step", "--pace", "--keep"
 RESUME_FLAT_FLAG = "--resume-flat"
+REQUEUE_ON_FLAG = "--requeue-on"  # a long run under Slurm: on this signal, checkpoint and `scontrol requeue` the job
 # What a command that runs a trainer from a checkpoint sets itself (an export's resume, a fork's branch): where it
 # starts, how far it goes, where it writes, and the faults; never the user's to pass again.
 RUN_FLAGS = (STEPS_FLAG, OUTPUT_FLAG, RESUME_FLAG, OMIT_FLAG, OMIT_RNG_FLAG, UNTIL_STEP_FLAG, RESUME_FLAT_FLAG)

@@ -7,6 +7,7 @@ to the same flag (`flag(KEEP_FLAG).value(keep)`), so that the rule lives in one 
 """
 
 import math
+import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from resumeproof.common.protocol import (
     OMIT_RNG_FLAG,
     OUTPUT_FLAG,
     PACE_FLAG,
+    REQUEUE_ON_FLAG,
     RESUME_FLAG,
     STEPS_FLAG,
     UNTIL_STEP_FLAG,
@@ -107,6 +109,19 @@ def _finite(given: Any) -> float | None:
     return number if math.isfinite(number) else None  # a pace of NaN or inf seconds means nothing
 
 
+class SignalName(str):
+    """A signal a process can catch, by its name with or without SIG ('USR1', 'SIGUSR1'): held as 'SIGUSR1'."""
+
+    UNCATCHABLE = frozenset({"SIGKILL", "SIGSTOP"})
+
+    def __new__(cls, given: Any) -> "SignalName":
+        name = str(given).upper()
+        name = name if name.startswith("SIG") else f"SIG{name}"
+        if name not in signal.Signals.__members__ or name in cls.UNCATCHABLE:
+            raise FlagValueError(REQUEUE_ON_FLAG, f"{given!r} is not a signal a process can catch (USR1, TERM, ...)")
+        return super().__new__(cls, name)
+
+
 # Every flag, once. The order is the order of --help. Per flag, what 0 and negative values mean:
 FLAGS = (
     # 0 is meaningful: no update, the state resumed from (or the initial one) written as it is.
@@ -128,6 +143,10 @@ FLAGS = (
     # 0 means no sleep, and is the default; NaN and inf are refused.
     Flag(name=PACE_FLAG, kind=float, minimum=0, default=0.0, long_run=True, metavar="S",
          help="Seconds to sleep after each update, a finite number >= 0 (a testing aid: changes no computed value)."),
+    # Slurm's --signal (USR1 by default in Lightning and here): the job asks to be requeued once it has saved.
+    Flag(name=REQUEUE_ON_FLAG, kind=SignalName, long_run=True, metavar="SIG",
+         help="In a Slurm job: on this signal (USR1, USR2, TERM, ...) finish the update, write a generation, "
+              "`scontrol requeue` the job and exit 0; Slurm starts it again and --resume auto goes on."),
 )  # fmt: skip
 NUMBERS = tuple(flag for flag in FLAGS if flag.kind in (int, float))
 

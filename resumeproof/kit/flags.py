@@ -16,6 +16,7 @@ turn one flag into another. With `long_runs`, the flags the chaos test needs are
 
 import argparse
 import functools
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from resumeproof.common.protocol import (
     OMIT_RNG_FLAG,
     OUTPUT_FLAG,
     PART_NAME,
+    REQUEUE_ON_FLAG,
     RESUME_FLAG,
     STEPS_FLAG,
     UNTIL_STEP_FLAG,
@@ -37,6 +39,7 @@ from resumeproof.common.protocol import (
     rng_part,
 )
 from resumeproof.kit.flag_table import FLAGS, NUMBERS, Flag, FlagError, FlagValueError, dest
+from resumeproof.kit.requeue import JOB_ID
 
 __all__ = [
     "AUTO",
@@ -84,6 +87,7 @@ class ProtocolArgs:
     checkpoint_every: int = 0  # also write generation step_NNNNNN.pt every K steps (0: never)
     keep: int = DEFAULT_KEEP  # generations kept (>= 1)
     pace: float = 0.0  # seconds to sleep after each update: a testing aid, changes no computed value
+    requeue_on: str | None = None  # in a Slurm job: the signal ('SIGUSR1') on which it saves and requeues itself
 
     def __post_init__(self) -> None:
         _declared(self.parts)
@@ -133,6 +137,8 @@ def build(parts: Sequence[str], **given: Any) -> ProtocolArgs:
         )
     if resume == AUTO and not long_runs:
         raise FlagError(f"{RESUME_FLAG} {AUTO}: this trainer does not continue in place; name the checkpoint")
+    if value["requeue_on"] is not None and not os.environ.get(JOB_ID):  # before anything is created or trained
+        raise FlagError(f"{REQUEUE_ON_FLAG}: not in a Slurm job ({JOB_ID} is unset): there is no job to requeue")
     omit = _omitted(value["omit"], declared)
     if value["omit_rng_restore"]:
         omit |= {part for part in declared if generator_of(part) is not None}
@@ -149,6 +155,7 @@ def build(parts: Sequence[str], **given: Any) -> ProtocolArgs:
         checkpoint_every=value["checkpoint_every"],
         keep=value["keep"],
         pace=value["pace"],
+        requeue_on=value["requeue_on"],
     )
     return args
 

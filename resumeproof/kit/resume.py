@@ -62,14 +62,13 @@ def open_run(args: ProtocolArgs, options: Options, read: Callable[[Path], dict[s
         return Resumed(source=path, state=state, omit=args.omit, foreign=foreign)
 
     if args.resume_auto:
-        run_dir, found = RunDir.in_place(
-            args.output, load, lambda r: r.state[PROGRESS]["step"], options.warn, args.checkpoint_every, args.keep
-        )
+        step_of, every, keep = (lambda r: r.state[PROGRESS]["step"]), args.checkpoint_every, args.keep
+        run_dir, found = RunDir.in_place(args.output, load, step_of, options.warn, every, keep, args.requeue_on)
         resumed = found[1] if found else None
     else:
         resumed = load(args.resume) if args.resume else None
     if resumed is None:
         options.nothing_found()
     if not args.resume_auto:
-        run_dir = RunDir.create(args.output, args.checkpoint_every, args.keep)
+        run_dir = RunDir.create(args.output, args.checkpoint_every, args.keep, args.requeue_on)
     return Run(args, run_dir, resumed=resumed)

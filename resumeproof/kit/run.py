@@ -234,5 +234,5 @@ def _opened(args: ProtocolArgs, threads: int, float64: bool, device: str, prog: 
     if args.resume is not None:
         state, step, history = framework_checkpoint.read(args.resume)
         resumed = Resumed(source=args.resume, state=state, omit=args.omit)
-    directory = RunDir.create(args.output, args.checkpoint_every, args.keep)
+    directory = RunDir.create(args.output, args.checkpoint_every, args.keep, args.requeue_on)
     return Run(args, directory, resumed=resumed, start_step=step, history=history, device=device, prog=prog)

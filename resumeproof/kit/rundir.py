@@ -25,6 +25,7 @@ from typing import Any, TextIO, TypeVar
 from resumeproof.common import fingerprint, losslog, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import CHECKPOINT_EVERY_FLAG, DEFAULT_KEEP, KEEP_FLAG
+from resumeproof.kit import requeue
 from resumeproof.kit.checkpoint import CheckpointError
 from resumeproof.kit.flag_table import flag
 from resumeproof.kit.signals import Requests
@@ -41,13 +42,15 @@ class RunDirError(ResumeproofError):
 class RunDir:
     """One process's run directory: the strategy of a `kit.Run` without a launcher."""
 
-    def __init__(self, path: Path, held: TextIO, every: int = 0, keep: int = DEFAULT_KEEP) -> None:
+    def __init__(
+        self, path: Path, held: TextIO, every: int = 0, keep: int = DEFAULT_KEEP, requeue_on: str | None = None
+    ) -> None:
         self.path, self._held, self.every, self.keep = path, held, *cadence(every, keep)
-        self.requests = Requests()
+        self.requests = Requests(requeue_on)
         self._replayed: set[int] = set()
 
     @classmethod
-    def create(cls, path: Path, every: int = 0, keep: int = DEFAULT_KEEP) -> "RunDir":
+    def create(cls, path: Path, every: int = 0, keep: int = DEFAULT_KEEP, requeue_on: str | None = None) -> "RunDir":
         """A new run directory (the caller refused an existing one before doing any work)."""
         cadence(every, keep)  # before anything is created
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,7 +58,7 @@ class RunDir:
             path.mkdir()  # fails, rather than merging, if another process created it meanwhile
         except FileExistsError:
             raise RunDirError(f"--output {path}: created by someone else meanwhile; refusing to touch it") from None
-        return cls(path, _lock(path), every, keep)
+        return cls(path, _lock(path), every, keep, requeue_on)
 
     @classmethod
     def in_place(
@@ -66,6 +69,7 @@ class RunDir:
         warn: Callable[[str], None],
         every: int = 0,
         keep: int = DEFAULT_KEEP,
+        requeue_on: str | None = None,
     ) -> "tuple[RunDir, tuple[Path, T] | None]":
         """--resume auto: lock the directory (creating it if absent), clear what killed writers left, and
         find the newest valid checkpoint. A directory whose checkpoints are all invalid is refused rather
@@ -75,7 +79,7 @@ class RunDir:
         strangers = sorted(p.name for p in path.iterdir() if not runfiles.is_run_file(p.name))
         if strangers:
             raise RunDirError(f"--output {path}: not a run directory (holds {', '.join(strangers[:3])}); refusing")
-        run = cls(path, _lock(path), every, keep)
+        run = cls(path, _lock(path), every, keep, requeue_on)
         for stale in [p for p in path.iterdir() if runfiles.TEMPORARY.fullmatch(p.name)]:
             _remove(stale)
             warn(f"removed {stale}, left by an interrupted write")
@@ -96,9 +100,11 @@ class RunDir:
         losslog.append(self.path / losslog.NAME, {**record, losslog.REPLAY: True} if replay else record)
 
     def after_update(self, step: int, save: Save) -> bool:
-        """Write a generation when one is due or asked for (SIGUSR1, SIGTERM); True when the run must stop."""
-        asked = self.requests.take_snapshot()
-        return serve(self.path, step, save, asked=asked, stop=self.requests.stop, every=self.every, keep=self.keep)
+        """Write a generation when one is due or asked for (SIGUSR1, SIGTERM); True when the run must stop (a
+        Slurm job stopped by its --requeue-on signal is requeued first)."""
+        asked, stop = self.requests.take_snapshot(), self.requests.stop
+        again = self.requests.requeue
+        return serve(self.path, step, save, asked=asked, stop=stop, every=self.every, keep=self.keep, requeue_job=again)
 
     @property
     def stopped_by(self) -> str | None:
@@ -121,16 +127,28 @@ def cadence(every: int, keep: int) -> tuple[int, int]:
 
 
 def serve(
-    run: Path, step: int, save: Save, *, asked: bool, stop: str | None, every: int, keep: int, owner: bool = True
+    run: Path,
+    step: int,
+    save: Save,
+    *,
+    asked: bool,
+    stop: str | None,
+    every: int,
+    keep: int,
+    owner: bool = True,
+    requeue_job: bool = False,
 ) -> bool:
     """After update `step`: a generation when one is due, asked for or a stop requested (the signal's name);
-    the owner of the run directory also prunes the old ones and logs the stop. True when the run must stop."""
+    the owner of the run directory also prunes the old ones, logs the stop and, where the stop is the Slurm job's
+    requeue, requeues it once all of that is written. True when the run must stop."""
     if asked or stop or (every and step % every == 0):
         save(runfiles.generation(run, step))
         if owner:
             prune(run, keep)
     if stop and owner:
         losslog.append(run / losslog.NAME, {"event": "stop", "signal": stop, "step": step})
+    if stop and owner and requeue_job:
+        losslog.append(run / losslog.NAME, {"event": "requeue", "job": requeue.requeue(step), "step": step})
     return stop is not None
 
 

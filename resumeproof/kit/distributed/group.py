@@ -80,7 +80,7 @@ class Group(Parallel):
         source, every, keep, kind = args.resume, args.checkpoint_every, args.keep, DIRECTORY
         if args.resume_auto:
             on_main(self.world, lambda: refuse_other_kind_in_place(args.output, directories=True))
-            run_dir, source = SharedRunDir.in_place(self.world, args.output, options.warn, every, keep)
+            run_dir, source = SharedRunDir.in_place(self.world, args.output, options.warn, every, keep, args.requeue_on)
         elif source is not None:
             kind = broadcast(self.world, on_main(self.world, lambda: _kind(source)))  # rank 0 looks, all learn
         resumed = None
@@ -95,7 +95,7 @@ class Group(Parallel):
         else:
             options.nothing_found()
         if not args.resume_auto:
-            run_dir = SharedRunDir.create(self.world, args.output, every, keep)
+            run_dir = SharedRunDir.create(self.world, args.output, every, keep, args.requeue_on)
         self.run_dir = run_dir
         return Run(args, run_dir, resumed=resumed)
 

@@ -30,26 +30,32 @@ from resumeproof.kit.summary import write_summary
 class SharedRunDir:
     """A torchrun group's run directory: the strategy of a `kit.Run` under a launcher."""
 
-    def __init__(self, world: World, path: Path, owned: RunDir | None, every: int, keep: int) -> None:
+    def __init__(
+        self, world: World, path: Path, owned: RunDir | None, every: int, keep: int, requeue_on: str | None = None
+    ) -> None:
         self.world, self.path, self.owned, self.every, self.keep = world, path, owned, every, keep
-        self.requests = owned.requests if owned is not None else Requests()
+        self.requests = owned.requests if owned is not None else Requests(requeue_on)
         self.workers: list[int] = []  # every rank's pid, in rank order
         self.stopped_by: str | None = None
 
     @classmethod
-    def create(cls, world: World, path: Path, every: int, keep: int) -> "SharedRunDir":
-        return cls(world, path, on_main(world, lambda: RunDir.create(path, every, keep)), every, keep)
+    def create(cls, world: World, path: Path, every: int, keep: int, requeue_on: str | None = None) -> "SharedRunDir":
+        owned = on_main(world, lambda: RunDir.create(path, every, keep, requeue_on))
+        return cls(world, path, owned, every, keep, requeue_on)
 
     @classmethod
     def in_place(
-        cls, world: World, path: Path, warn: Callable[[str], None], every: int, keep: int
+        cls, world: World, path: Path, warn: Callable[[str], None], every: int, keep: int, requeue_on: str | None = None
     ) -> "tuple[SharedRunDir, Path | None]":
         """--resume auto: rank 0 locks the directory, clears what killed saves left and picks the newest
         complete checkpoint; every rank learns which."""
-        opened = on_main(world, lambda: RunDir.in_place(path, complete, lambda step: step, warn, every, keep))
+        opened = on_main(
+            world, lambda: RunDir.in_place(path, complete, lambda step: step, warn, every, keep, requeue_on)
+        )
         found = opened[1] if opened is not None else None
         chosen = broadcast(world, str(found[0]) if found else None)
-        return cls(world, path, opened[0] if opened else None, every, keep), Path(chosen) if chosen else None
+        shared = cls(world, path, opened[0] if opened else None, every, keep, requeue_on)
+        return shared, Path(chosen) if chosen else None
 
     def enter_loop(self, step: int, **event: object) -> None:
         """kit.RunDir.enter_loop on rank 0, its start line naming every worker; the signal handlers on every rank."""
@@ -80,6 +86,7 @@ class SharedRunDir:
             every=self.every,
             keep=self.keep,
             owner=self.owned is not None,
+            requeue_job=self.stopped_by is not None and self.stopped_by == self.requests.requeue_on,
         )
 
     def finish(self, save: Save) -> str:

@@ -1,0 +1,156 @@
+"""--requeue-on SIG (kit/requeue.py): a train.py job preempted on a real two-node Slurm (tests/slurm_cluster.py) the
+two ways a cluster does it, restarted by Slurm, ends bit for bit where the uninterrupted run ends.
+
+- its `--signal` (`scancel --signal=USR1`, what `#SBATCH --signal=USR1@90` sends before the time limit): the job
+  must save and requeue itself; without --requeue-on USR1 is a snapshot and the job is never requeued (the control);
+- `scontrol requeue` (what PreemptMode=REQUEUE does): SIGTERM, a checkpoint, Slurm queues the job again.
+
+Each job is the batch script a user writes: `#SBATCH --requeue`, train.py under srun, `--resume auto` in its own
+folder. The hold Slurm puts on a requeued job (its BeginTime) is released as soon as the job is pending again.
+"""
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from resumeproof.common import losslog
+from tests.helpers import REPO, TRAIN, assert_same_run, run_train
+
+pytestmark = pytest.mark.xdist_group("slurm")  # one worker, one cluster
+WITHIN = 120.0
+
+
+def job(cluster, folder: Path, *flags: str, requeue: bool = True) -> str:
+    """A batch script as a user writes it, submitted: train.py until step 10 in `folder/run`, resumed in place."""
+    train = [
+        sys.executable,
+        "-B",
+        str(TRAIN),
+        "--resume",
+        "auto",
+        "--until-step",
+        "10",
+        "--output",
+        str(folder / "run"),
+    ]
+    script = folder / "job.sh"
+    script.write_text(
+        "#!/bin/bash\n"
+        f"#SBATCH {'--requeue' if requeue else '--no-requeue'}\n"
+        f"#SBATCH --output={folder}/job-%j.out\n"
+        f"cd {shlex.quote(str(REPO))}\n"
+        f"srun {shlex.join([*train, '--pace', '0.3', *flags])}\n"
+    )
+    return cluster.command("sbatch", "--parsable", str(script)).strip()
+
+
+def shown(cluster, job_id: str) -> dict[str, str]:
+    """`scontrol show job`'s fields."""
+    fields = cluster.command("scontrol", "show", "job", job_id, "--oneliner").split()
+    return dict(field.split("=", 1) for field in fields if "=" in field)
+
+
+def until(condition, what: str) -> None:
+    deadline = time.monotonic() + WITHIN
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {WITHIN:g} s"
+        time.sleep(0.1)
+
+
+def logged(run: Path) -> list[dict]:
+    return losslog.read(run / losslog.NAME)[0]
+
+
+def updated(run: Path, count: int) -> bool:
+    return sum("loss" in line for line in logged(run)) >= count
+
+
+def finished(cluster, job_id: str) -> dict[str, str]:
+    """The job's fields once it ended, its requeue's hold released as soon as it was pending again."""
+    released = False
+
+    def ended() -> bool:
+        nonlocal released
+        fields = shown(cluster, job_id)
+        if fields["JobState"] == "PENDING" and not released:
+            cluster.command("scontrol", "update", f"JobId={job_id}", "StartTime=now")
+            released = True
+        return fields["JobState"] in ("COMPLETED", "FAILED", "CANCELLED")
+
+    until(ended, f"the end of job {job_id}")
+    return shown(cluster, job_id)
+
+
+def events(run: Path) -> list[dict]:
+    return [line for line in logged(run) if "event" in line]
+
+
+def test_a_job_preempted_by_its_signal_requeues_itself_and_ends_as_the_continuous_run(
+    slurm_cluster, tmp_path, continuous_run
+):
+    job_id = job(slurm_cluster, tmp_path, "--requeue-on", "USR1")
+    until(lambda: updated(tmp_path / "run", 3), "update 3")
+    slurm_cluster.command("scancel", "--signal=USR1", job_id)
+    fields = finished(slurm_cluster, job_id)
+    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), (tmp_path / f"job-{job_id}.out").read_text()
+    _, stop, requeued, again = events(tmp_path / "run")[:4]
+    assert stop["event"] == "stop" and stop["signal"] == "SIGUSR1" and stop["step"] >= 3
+    assert requeued == {"event": "requeue", "job": job_id, "step": stop["step"]}
+    assert again["event"] == "start" and again["from_step"] == stop["step"]
+    assert_same_run(tmp_path / "run", continuous_run)
+
+
+def test_without_requeue_on_the_signal_is_a_snapshot_and_the_job_is_never_requeued(
+    slurm_cluster, tmp_path, continuous_run
+):
+    """The control: the requeue above is the flag's, not Slurm's."""
+    job_id = job(slurm_cluster, tmp_path)
+    until(lambda: updated(tmp_path / "run", 3), "update 3")
+    slurm_cluster.command("scancel", "--signal=USR1", job_id)
+    fields = finished(slurm_cluster, job_id)
+    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "0")
+    assert [e["event"] for e in events(tmp_path / "run")] == ["start"]
+    assert_same_run(tmp_path / "run", continuous_run)
+
+
+def test_a_job_requeued_by_slurm_saves_on_sigterm_and_ends_as_the_continuous_run(
+    slurm_cluster, tmp_path, continuous_run
+):
+    job_id = job(slurm_cluster, tmp_path)
+    until(lambda: updated(tmp_path / "run", 3), "update 3")
+    slurm_cluster.command("scontrol", "requeue", job_id)
+    fields = finished(slurm_cluster, job_id)
+    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), (tmp_path / f"job-{job_id}.out").read_text()
+    _, stop, again = events(tmp_path / "run")[:3]
+    assert stop["event"] == "stop" and stop["signal"] == "SIGTERM" and again["from_step"] == stop["step"]
+    assert_same_run(tmp_path / "run", continuous_run)
+
+
+def test_a_job_slurm_will_not_requeue_says_so_in_one_line_with_its_checkpoint_written(slurm_cluster, tmp_path):
+    job_id = job(slurm_cluster, tmp_path, "--requeue-on", "USR1", requeue=False)
+    until(lambda: updated(tmp_path / "run", 3), "update 3")
+    slurm_cluster.command("scancel", "--signal=USR1", job_id)
+    fields = finished(slurm_cluster, job_id)
+    out = (tmp_path / f"job-{job_id}.out").read_text()
+    assert fields["Restarts"] == "0" and f"scontrol requeue {job_id}: " in out, out
+    stop = events(tmp_path / "run")[1]
+    assert f"(the checkpoint of step {stop['step']} is written)" in out
+    assert (tmp_path / "run" / f"step_{stop['step']:06d}.pt").is_file()
+
+
+def test_requeue_on_outside_a_slurm_job_is_one_line_before_anything_is_created(tmp_path, monkeypatch):
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    done = run_train("--steps", "3", "--output", tmp_path / "run", "--requeue-on", "USR1")
+    assert done.returncode == 2 and "--requeue-on: not in a Slurm job (SLURM_JOB_ID is unset)" in done.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("given", ["KILL", "SIGSTOP", "NOPE"])
+def test_a_signal_no_process_can_catch_is_refused(tmp_path, given, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "7")
+    done = run_train("--steps", "3", "--output", tmp_path / "run", "--requeue-on", given)
+    assert done.returncode == 2 and f"{given!r} is not a signal a process can catch" in done.stderr
+    assert not (tmp_path / "run").exists()
