@@ -27,7 +27,7 @@ from resumeproof.common.protocol import (
     SCHEDULER,
     generator_of,
 )
-from resumeproof.verify.judge.diagnosis import part_for
+from resumeproof.verify.judge.diagnosis import ALIASES, part_for
 from resumeproof.verify.judge.findings import DIRECT, SECOND, Diagnosis
 from resumeproof.verify.judge.first_generators import (
     ANOTHER_RESUME,
@@ -125,11 +125,21 @@ RECOGNISED = frozenset((SCALER, EMA, OPTIMIZER, SCHEDULER, PROGRESS))
 def own_part(concept: str, parts: tuple[str, ...]) -> str | None:
     """The declared part a concept names; else, for a part the observer saw by its class (a GradScaler, an averaged
     model, a generator, an optimizer, an LR scheduler), the protocol's own name, unless the trainer declares parts
-    of that kind and none of them is the one (two EMAs: which one the evidence cannot tell)."""
+    of that kind and none of them is the one (two EMAs: which one the evidence cannot tell), or declares parts whose
+    kind no name tells (`warmup`, `cosine`: one of them may be the scheduler the records saw, under its own name)."""
     found = part_for(concept, parts)
     if found is not None or not (concept in RECOGNISED or generator_of(concept)):
         return found
-    return None if any(part_for(p, (concept,)) == concept for p in parts) else concept
+    if any(part_for(p, (concept,)) == concept for p in parts) or any(_unknown_kind(p) for p in parts):
+        return None
+    return concept
+
+
+def _unknown_kind(part: str) -> bool:
+    """A declared part no name places: not a generator, not a protocol part, not an alias of one."""
+    if generator_of(part) is not None or part in (OTHER_RANKS_DATA, OTHER_RANKS_RNG):
+        return False
+    return not any(part_for(part, (kind,)) == kind for kind in (*ALIASES, *RECOGNISED))
 
 
 def _any(u: Update) -> bool:

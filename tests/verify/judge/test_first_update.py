@@ -433,3 +433,12 @@ def test_another_number_of_backward_passes_fed_another_batch_names_the_data_posi
     then[o.STEP][o.BACKWARDS] = 3
     d = diagnose(first, then=then, parts=STANDARD_PARTS)
     assert d is not None and d.lost == ("data",) and "backward passes" not in d.explanation
+
+
+def test_a_recognised_part_is_named_in_the_protocols_words_only_where_every_declared_part_has_a_known_kind():
+    """A trainer that declares `warmup` and `cosine` may hold the scheduler the records saw under either name:
+    `scheduler` would name a part it does not have, and which of its own the evidence cannot tell."""
+    assert own_part("scheduler", ("net", "opt", "warmup", "cosine", "rng-torch")) is None
+    assert own_part("scheduler", ("net", "opt", "order", "rng-torch")) == "scheduler"  # every kind known: none of it
+    assert own_part("scaler", ("model", "optimizer", "other-ranks.data", "other-ranks.rng")) == "scaler"
+    assert own_part("scheduler", ("net", "opt", "sched", "warmup")) == "sched"  # its own name still wins
