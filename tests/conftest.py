@@ -1,5 +1,6 @@
 """Fixtures shared by the whole suite: one trained checkpoint reused by many tests, a Ray cluster, a Slurm cluster."""
 
+import contextlib
 import os
 import shutil
 import signal
@@ -29,48 +30,70 @@ def continuous_run(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
-    """A real Ray cluster on this machine (a head of 2 CPUs, no GPU, the dashboard the Jobs API needs): its dashboard's
-    address. One per worker that asks for it: the Ray tests share one xdist group ("ray"). Started with `ray start
-    --block` in its own session, so that the end of the session ends this cluster (its process group), not another's
-    (`ray stop` would stop every cluster of the user)."""
-    from ray.job_submission import JobSubmissionClient
-
-    ports = free_ports(5)
-    gcs, dashboard, agent, client, metrics = ports
+    """A real Ray cluster of two nodes on this machine (a head and a second node, `ray start --address`, each of 1 CPU
+    and no GPU, so that two jobs at once run one on each; the head has the dashboard the Jobs API needs): its
+    dashboard's address. One per worker that asks for it: the Ray tests share one xdist group ("ray"). Each node is
+    started with `ray start --block` in its own session, so that the end of the session ends this cluster (its
+    process groups), not another's (`ray stop` would stop every cluster of the user)."""
+    gcs, dashboard, agent, client, metrics, *second = free_ports(9)
     # Ray's unix sockets lie under its temp dir and a socket's path has at most 107 bytes: under an xdist worker's
     # base temp (.../pytest-N/popen-gw0/ray0/session_<date>_<pid>/sockets/...) it is too long: the head never comes up
     temp = Path(tempfile.mkdtemp(prefix="rp-ray-"))
-    argv = ["ray", "start", "--head", "--block", "--port", str(gcs), "--dashboard-port", str(dashboard)]
-    argv += ["--dashboard-agent-listen-port", str(agent), "--ray-client-server-port", str(client)]
-    argv += ["--metrics-export-port", str(metrics), "--num-cpus", "2", "--num-gpus", "0", "--include-dashboard=true"]
-    argv += ["--object-store-memory", str(100 * 2**20), "--disable-usage-stats", "--temp-dir", str(temp)]
-    with open(temp / "ray-start.log", "wb") as log:
+    common = ["--block", "--num-cpus", "1", "--num-gpus", "0", "--object-store-memory", str(100 * 2**20)]
+    common += ["--disable-usage-stats"]
+    head = ["ray", "start", "--head", *common, "--port", str(gcs), "--dashboard-port", str(dashboard)]
+    head += ["--dashboard-agent-listen-port", str(agent), "--ray-client-server-port", str(client)]
+    head += ["--metrics-export-port", str(metrics), "--include-dashboard=true", "--temp-dir", str(temp)]
+    node = ["ray", "start", "--address", f"127.0.0.1:{gcs}", *common]
+    node += ["--dashboard-agent-listen-port", str(second[0]), "--dashboard-agent-grpc-port", str(second[1])]
+    node += ["--metrics-export-port", str(second[2]), "--runtime-env-agent-port", str(second[3])]
+    address, started = f"http://127.0.0.1:{dashboard}", []
+    try:
+        started.append(_ray_node(head, temp / "ray-head.log"))
+        _until_ray(address, 1, started, temp)
+        started.append(_ray_node(node, temp / "ray-node.log"))
+        _until_ray(address, 2, started, temp)
+        yield address
+    finally:
+        for process in reversed(started):
+            _end_ray_node(process)
+        shutil.rmtree(temp, ignore_errors=True)  # the cluster's own files, this fixture's only
+
+
+def _ray_node(argv: list[str], log: Path) -> subprocess.Popen:
+    with open(log, "wb") as out:
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-        head = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-        address = f"http://127.0.0.1:{dashboard}"
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+
+
+def _until_ray(address: str, nodes: int, started: list[subprocess.Popen], temp: Path) -> None:
+    """Until the Jobs API answers with `nodes` nodes alive: up to a minute (about 9 s for the head on 2 idle cores)."""
+    from ray.util.state import list_nodes
+    from ray.util.state.exception import RayStateApiException
+
+    waited = threading.Event()
+    for _ in range(240):
+        logs = "".join(log.read_text() for log in sorted(temp.glob("ray-*.log")))
+        assert all(process.poll() is None for process in started), logs
+        alive = 0
+        with contextlib.suppress(OSError, RuntimeError, ValueError, RayStateApiException):  # not up yet: asked again
+            alive = sum(n.state == "ALIVE" for n in list_nodes(address=address))
+        if alive >= nodes:
+            return
+        waited.wait(0.25)
+    pytest.fail(f"no Ray cluster of {nodes} nodes at {address} within a minute: {logs}")
+
+
+def _end_ray_node(process: subprocess.Popen) -> None:
+    for signum in (signal.SIGTERM, signal.SIGKILL):
         try:
-            waited = threading.Event()
-            for _ in range(240):  # up to a minute: about 9 s on 2 idle cores
-                assert head.poll() is None, (temp / "ray-start.log").read_text()
-                try:
-                    JobSubmissionClient(address).list_jobs()
-                    break
-                except (OSError, RuntimeError, ValueError):
-                    waited.wait(0.25)
-            else:
-                pytest.fail(f"no Ray cluster at {address} within a minute: {(temp / 'ray-start.log').read_text()}")
-            yield address
-        finally:
-            for signum in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(head.pid, signum)
-                    head.wait(timeout=5)  # `ray start --block` can take 30 s to end on SIGTERM: then SIGKILL
-                    break
-                except ProcessLookupError:
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            shutil.rmtree(temp, ignore_errors=True)  # the cluster's own files, this fixture's only
+            os.killpg(process.pid, signum)
+            process.wait(timeout=5)  # `ray start --block` can take 30 s to end on SIGTERM: then SIGKILL
+            return
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,12 @@
-"""Verifications through `--launcher ray` against a real Ray cluster on this machine (the `ray_cluster` fixture:
-`ray start --head`, 2 CPUs, the dashboard the Jobs API needs) give what `--launcher local` gives: the reference
-trainer's fault matrix (every part omitted, each caught and named) and an unmodified script through --observe (the
-world-size matrix through Ray: tests/e2e/test_distributed.py). One verification per case and launcher, shared by the
-assertions; Ctrl-C, a lost cluster and a job that never starts."""
+"""Verifications through `--launcher ray` against a real Ray cluster of two nodes on this machine (the `ray_cluster`
+fixture: a head with the dashboard the Jobs API needs and a second node, 1 CPU each) give what `--launcher local`
+gives: the reference trainer's fault matrix (every part omitted, each caught and named, its jobs on both nodes) and an
+unmodified script through --observe (the world-size matrix through Ray: tests/e2e/test_distributed.py). One
+verification per case and launcher, shared by the assertions; Ctrl-C, a lost cluster and a job that never starts."""
 
 import pytest
 from ray.job_submission import JobStatus, JobSubmissionClient
+from ray.util.state import list_nodes
 
 from resumeproof.common.protocol import STANDARD_PARTS
 from tests.agreements import contradictions
@@ -69,6 +70,8 @@ def test_each_trajectory_records_the_ray_job_it_ran_as_once(reference, ray_clust
     assert len(ids) == len(placed)  # one job each, each known to the cluster as succeeded
     jobs = {j.submission_id: j.status for j in JobSubmissionClient(ray_cluster).list_jobs()}
     assert {jobs[i] for i in ids} == {JobStatus.SUCCEEDED}
+    # Two nodes of one CPU each, two jobs at once: both nodes ran trajectories, each recorded by its node id
+    assert {p["node"] for p in placed} == {n.node_id for n in list_nodes(address=ray_cluster)}
 
 
 def test_an_unmodified_script_observed_through_ray_is_judged_as_locally(script):

@@ -56,13 +56,13 @@ class Ray:
         with self._lock:
             self._jobs.add(sid)
         try:
-            code = self._wait(sid, starts, timeout)
+            code, node = self._wait(sid, starts, timeout)
         finally:
             with self._lock:
                 self._jobs.discard(sid)
         ran = job.started(str(starts))
         host, devices = (ran[-1].host, ran[-1].devices) if ran else (None, "")
-        where = Placement(launcher=RAY, host=host, job_id=sid, attempts=len(ran), devices=devices or None)
+        where = Placement(launcher=RAY, host=host, job_id=sid, attempts=len(ran), devices=devices or None, node=node)
         return Launched(code, where)
 
     def close(self) -> None:
@@ -77,13 +77,14 @@ class Ray:
             out = [sid for sid in out if not self._ended(sid)]
             time.sleep(POLL)
 
-    def _wait(self, sid: str, starts: Path, timeout: float) -> int:
-        """The job's exit code once it has ended; stopped, with Ray's word, when it takes too long."""
+    def _wait(self, sid: str, starts: Path, timeout: float) -> tuple[int, str | None]:
+        """The job's exit code once it has ended, and the Ray node its entrypoint ran on (several nodes may share a
+        host); stopped, with Ray's word, when it takes too long."""
         deadline = time.monotonic() + timeout
         while True:
             info = self._call("follow", lambda: self.client.get_job_info(sid))
             if info.status.is_terminal():
-                return _exit_code(sid, info)
+                return _exit_code(sid, info), info.driver_node_id or None
             if self._closed.is_set():  # `close` may have run before this job was registered
                 self._stop(sid)
                 raise LaunchError(f"job {sid} stopped")

@@ -45,7 +45,8 @@ class Placement:
     job_id: str | None  # None: no scheduler (local)
     attempts: int  # starts of the command: more than one is a retry or a requeue, refused
     devices: str | None  # CUDA_VISIBLE_DEVICES as the command saw it (None: not set)
-    node: str | None = None  # Slurm's name of the node(s) (SLURMD_NODENAME, joined by commas); None: no Slurm
+    # The scheduler's name of the node(s): Slurm's (SLURMD_NODENAME, joined by commas), Ray's node id; None: local
+    node: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {

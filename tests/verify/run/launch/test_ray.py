@@ -89,7 +89,7 @@ class Retried:
     the entrypoint itself runs twice, here, as a real process."""
 
     class Info:
-        status, driver_exit_code, message = None, 0, ""
+        status, driver_exit_code, message, driver_node_id = None, 0, "", "node-a"
 
     def __init__(self, times: int) -> None:
         self.times, self.Info.status = times, JobStatus.SUCCEEDED
