@@ -34,7 +34,7 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 
 
 def free_ports(count: int) -> list[int]:
-    """`count` ports nothing listens on now (held together, so that they differ; as tests/conftest.py)."""
+    """`count` ports nothing listens on now (held together, so that they differ; as tests/helpers.py)."""
     held = [socket.socket() for _ in range(count)]
     for s in held:
         s.bind(("127.0.0.1", 0))

@@ -88,15 +88,26 @@ def events(run: Path) -> list[dict]:
     return [line for line in logged(run) if "event" in line]
 
 
+SIGNAL, REQUEUE = ("scancel", "--signal=USR1"), ("scontrol", "requeue")  # each followed by the job id
+
+
+def preempted(cluster, folder: Path, preempt: tuple[str, ...], *flags: str, requeue: bool = True):
+    """A job preempted after its update 3 by `preempt`, followed to its end: its id, its fields, the events of its
+    loss.jsonl and its output."""
+    job_id = job(cluster, folder, *flags, requeue=requeue)
+    until(lambda: updated(folder / "run", 3), "update 3")
+    cluster.command(*preempt, job_id)
+    fields = finished(cluster, job_id)
+    return job_id, fields, events(folder / "run"), (folder / f"job-{job_id}.out").read_text()
+
+
 def test_a_job_preempted_by_its_signal_requeues_itself_and_ends_as_the_continuous_run(
     slurm_cluster, tmp_path, continuous_run
 ):
-    job_id = job(slurm_cluster, tmp_path, "--requeue-on", "USR1")
-    until(lambda: updated(tmp_path / "run", 3), "update 3")
-    slurm_cluster.command("scancel", "--signal=USR1", job_id)
-    fields = finished(slurm_cluster, job_id)
-    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), (tmp_path / f"job-{job_id}.out").read_text()
-    _, stop, requeued, again = events(tmp_path / "run")[:4]
+    job_id, fields, (_, stop, requeued, again, *_), out = preempted(
+        slurm_cluster, tmp_path, SIGNAL, "--requeue-on", "USR1"
+    )
+    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), out
     assert stop["event"] == "stop" and stop["signal"] == "SIGUSR1" and stop["step"] >= 3
     assert requeued == {"event": "requeue", "job": job_id, "step": stop["step"]}
     assert again["event"] == "start" and again["from_step"] == stop["step"]
@@ -107,36 +118,26 @@ def test_without_requeue_on_the_signal_is_a_snapshot_and_the_job_is_never_requeu
     slurm_cluster, tmp_path, continuous_run
 ):
     """The control: the requeue above is the flag's, not Slurm's."""
-    job_id = job(slurm_cluster, tmp_path)
-    until(lambda: updated(tmp_path / "run", 3), "update 3")
-    slurm_cluster.command("scancel", "--signal=USR1", job_id)
-    fields = finished(slurm_cluster, job_id)
-    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "0")
-    assert [e["event"] for e in events(tmp_path / "run")] == ["start"]
+    _, fields, logged_events, out = preempted(slurm_cluster, tmp_path, SIGNAL)
+    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "0"), out
+    assert [e["event"] for e in logged_events] == ["start"]
     assert_same_run(tmp_path / "run", continuous_run)
 
 
 def test_a_job_requeued_by_slurm_saves_on_sigterm_and_ends_as_the_continuous_run(
     slurm_cluster, tmp_path, continuous_run
 ):
-    job_id = job(slurm_cluster, tmp_path)
-    until(lambda: updated(tmp_path / "run", 3), "update 3")
-    slurm_cluster.command("scontrol", "requeue", job_id)
-    fields = finished(slurm_cluster, job_id)
-    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), (tmp_path / f"job-{job_id}.out").read_text()
-    _, stop, again = events(tmp_path / "run")[:3]
+    _, fields, (_, stop, again, *_), out = preempted(slurm_cluster, tmp_path, REQUEUE)
+    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), out
     assert stop["event"] == "stop" and stop["signal"] == "SIGTERM" and again["from_step"] == stop["step"]
     assert_same_run(tmp_path / "run", continuous_run)
 
 
 def test_a_job_slurm_will_not_requeue_says_so_in_one_line_with_its_checkpoint_written(slurm_cluster, tmp_path):
-    job_id = job(slurm_cluster, tmp_path, "--requeue-on", "USR1", requeue=False)
-    until(lambda: updated(tmp_path / "run", 3), "update 3")
-    slurm_cluster.command("scancel", "--signal=USR1", job_id)
-    fields = finished(slurm_cluster, job_id)
-    out = (tmp_path / f"job-{job_id}.out").read_text()
+    job_id, fields, (_, stop, *_), out = preempted(
+        slurm_cluster, tmp_path, SIGNAL, "--requeue-on", "USR1", requeue=False
+    )
     assert fields["Restarts"] == "0" and f"scontrol requeue {job_id}: " in out, out
-    stop = events(tmp_path / "run")[1]
     assert f"(the checkpoint of step {stop['step']} is written)" in out
     assert (tmp_path / "run" / f"step_{stop['step']:06d}.pt").is_file()
 
