@@ -12,6 +12,8 @@ import subprocess
 from resumeproof.common.errors import ResumeproofError
 
 JOB_ID = "SLURM_JOB_ID"
+# Seconds a requeued process waits for the SIGTERM Slurm sends it (at once; KillWait's SIGKILL follows, 30 s by default)
+TERM_WITHIN = 30.0
 
 
 class RequeueError(ResumeproofError):

@@ -48,6 +48,7 @@ class RunDir:
         self.path, self._held, self.every, self.keep = path, held, *cadence(every, keep)
         self.requests = Requests(requeue_on)
         self._replayed: set[int] = set()
+        self._stopped_at: int | None = None  # the step a stop was served at
 
     @classmethod
     def create(cls, path: Path, every: int = 0, keep: int = DEFAULT_KEEP, requeue_on: str | None = None) -> "RunDir":
@@ -100,11 +101,10 @@ class RunDir:
         losslog.append(self.path / losslog.NAME, {**record, losslog.REPLAY: True} if replay else record)
 
     def after_update(self, step: int, save: Save) -> bool:
-        """Write a generation when one is due or asked for (SIGUSR1, SIGTERM); True when the run must stop (a
-        Slurm job stopped by its --requeue-on signal is requeued first)."""
+        """Write a generation when one is due or asked for (SIGUSR1, SIGTERM); True when the run must stop."""
         asked, stop = self.requests.take_snapshot(), self.requests.stop
-        again = self.requests.requeue
-        return serve(self.path, step, save, asked=asked, stop=stop, every=self.every, keep=self.keep, requeue_job=again)
+        self._stopped_at = step if stop else None
+        return serve(self.path, step, save, asked=asked, stop=stop, every=self.every, keep=self.keep)
 
     @property
     def stopped_by(self) -> str | None:
@@ -117,7 +117,20 @@ class RunDir:
         write_summary(self.path, **document)
 
     def close(self) -> None:
-        self._held.close()
+        """Release the directory; a run stopped by its --requeue-on signal first has Slurm requeue its job."""
+        self.release(self._stopped_at if self.requests.requeue else None)
+
+    def release(self, requeue_at: int | None) -> None:
+        """Release the directory, having Slurm requeue the job first where the run stopped at `requeue_at` on its
+        --requeue-on signal: last, once the generation, the final checkpoint and the summary are written, since the
+        requeue's SIGTERM and KillWait's SIGKILL follow it."""
+        try:
+            if requeue_at is not None:
+                job = requeue.requeue(requeue_at)
+                losslog.append(self.path / losslog.NAME, {"event": "requeue", "job": job, "step": requeue_at})
+                self.requests.until_terminated(requeue.TERM_WITHIN)
+        finally:
+            self._held.close()
 
 
 def cadence(every: int, keep: int) -> tuple[int, int]:
@@ -136,19 +149,15 @@ def serve(
     every: int,
     keep: int,
     owner: bool = True,
-    requeue_job: bool = False,
 ) -> bool:
     """After update `step`: a generation when one is due, asked for or a stop requested (the signal's name);
-    the owner of the run directory also prunes the old ones, logs the stop and, where the stop is the Slurm job's
-    requeue, requeues it once all of that is written. True when the run must stop."""
+    the owner of the run directory also prunes the old ones and logs the stop. True when the run must stop."""
     if asked or stop or (every and step % every == 0):
         save(runfiles.generation(run, step))
         if owner:
             prune(run, keep)
     if stop and owner:
         losslog.append(run / losslog.NAME, {"event": "stop", "signal": stop, "step": step})
-    if stop and owner and requeue_job:
-        losslog.append(run / losslog.NAME, {"event": "requeue", "job": requeue.requeue(step), "step": step})
     return stop is not None
 
 

@@ -7,6 +7,7 @@ and a second SIGTERM only repeats a request already made: nothing is ever writte
 """
 
 import signal
+import time
 from types import FrameType
 
 
@@ -15,6 +16,7 @@ class Requests:
         self.stop: str | None = None  # the signal that asked the run to stop
         self.snapshot = False  # a checkpoint was asked for
         self.requeue_on = requeue_on  # the signal ('SIGUSR1') whose stop requeues the Slurm job
+        self.terminated = False  # a SIGTERM arrived (a requeue's: Slurm's end of this start)
 
     def install(self) -> "Requests":
         signal.signal(signal.SIGTERM, self._stop)
@@ -36,6 +38,15 @@ class Requests:
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop = self.stop or signal.Signals(signum).name
+        self.terminated = self.terminated or signum == signal.SIGTERM
+
+    def until_terminated(self, within: float) -> bool:
+        """Wait (the handler runs in between) for the SIGTERM a requeue sends: taken here, it cannot land while the
+        interpreter shuts down, where Python has put the default action back and it would kill the process."""
+        deadline = time.monotonic() + within
+        while not self.terminated and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.terminated
 
     def _snapshot(self, signum: int, frame: FrameType | None) -> None:
         self.snapshot = True

@@ -40,7 +40,7 @@ def job(cluster, folder: Path, *flags: str, requeue: bool = True) -> str:
     script.write_text(
         "#!/bin/bash\n"
         f"#SBATCH {'--requeue' if requeue else '--no-requeue'}\n"
-        f"#SBATCH --output={folder}/job-%j.out\n"
+        f"#SBATCH --output={folder}/job-%j.out\n#SBATCH --open-mode=append\n"
         f"cd {shlex.quote(str(REPO))}\n"
         f"srun {shlex.join([*train, '--pace', '0.3', *flags])}\n"
     )
@@ -69,16 +69,18 @@ def updated(run: Path, count: int) -> bool:
 
 
 def finished(cluster, job_id: str) -> dict[str, str]:
-    """The job's fields once it ended, its requeue's hold released as soon as it was pending again."""
-    released = False
+    """The job's fields once it ended, its requeue's hold released as soon as it was pending again. Once requeued,
+    only an end seen after it was pending again counts: a state read in between says nothing of the restart."""
+    pending = False
 
     def ended() -> bool:
-        nonlocal released
+        nonlocal pending
         fields = shown(cluster, job_id)
-        if fields["JobState"] == "PENDING" and not released:
+        if fields["JobState"] == "PENDING" and not pending:
             cluster.command("scontrol", "update", f"JobId={job_id}", "StartTime=now")
-            released = True
-        return fields["JobState"] in ("COMPLETED", "FAILED", "CANCELLED")
+            pending = True
+        requeued = fields["Restarts"] != "0"
+        return fields["JobState"] in ("COMPLETED", "FAILED", "CANCELLED") and (pending or not requeued)
 
     until(ended, f"the end of job {job_id}")
     return shown(cluster, job_id)

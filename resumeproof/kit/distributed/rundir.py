@@ -37,6 +37,7 @@ class SharedRunDir:
         self.requests = owned.requests if owned is not None else Requests(requeue_on)
         self.workers: list[int] = []  # every rank's pid, in rank order
         self.stopped_by: str | None = None
+        self.stopped_at: int | None = None  # the step the group's stop was served at
 
     @classmethod
     def create(cls, world: World, path: Path, every: int, keep: int, requeue_on: str | None = None) -> "SharedRunDir":
@@ -76,7 +77,7 @@ class SharedRunDir:
         dist.all_reduce(flags, op=dist.ReduceOp.MAX)
         asked, stop = bool(flags[0]), int(flags[1])
         if stop:
-            self.stopped_by = signal.Signals(stop).name
+            self.stopped_by, self.stopped_at = signal.Signals(stop).name, step
         return serve(
             self.path,
             step,
@@ -86,7 +87,6 @@ class SharedRunDir:
             every=self.every,
             keep=self.keep,
             owner=self.owned is not None,
-            requeue_job=self.stopped_by is not None and self.stopped_by == self.requests.requeue_on,
         )
 
     def finish(self, save: Save) -> str:
@@ -100,8 +100,11 @@ class SharedRunDir:
             write_summary(self.path, **gathered)
 
     def close(self) -> None:
+        """Rank 0 releases the directory, requeueing the Slurm job where the group stopped on its --requeue-on signal
+        (the signal any rank received: the stop is every rank's)."""
         if self.owned is not None:
-            self.owned.close()
+            again = self.stopped_by is not None and self.stopped_by == self.requests.requeue_on
+            self.owned.release(self.stopped_at if again else None)
 
 
 def complete(path: Path) -> int:
