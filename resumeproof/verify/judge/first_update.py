@@ -240,11 +240,15 @@ def _replayed(continuous: o.Observation, first: o.Recorded, k: int) -> int | Non
     return next((n for n, u in sorted(continuous.updates.items()) if n != k + 1 and u.forward.batch == mine), None)
 
 
+# The batch of the update's first forward pass, fed otherwise or not: the evidence of `_batch` and of `_backwards`
+_fed_batch = _moment(o.FORWARD, o.BATCH, "the batch", DATA)
+
+
 def _batch(u: Update) -> Found | None:
     """Another batch names the data position, unless a declared generator the observer cannot see may have drawn
     it (a DataLoader's own torch.Generator) and it is no batch the continuous run took: then the evidence cannot
     tell which."""
-    found = _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u)
+    found = _fed_batch(u)
     if found is not None and u.reference == ANOTHER_RESUME:
         return Found(f"{found.said} from {ANOTHER_RESUME}'s", DATA, _PER_PROCESS)
     if found is not None and u.replayed == 1:
@@ -346,7 +350,7 @@ def _backwards(u: Update) -> Found | None:
     counter that restarted (a gradient-accumulation index), whatever the first micro-batch's loss and generators say.
     Fed another batch as well, the data position is the evidence (`_batch`)."""
     a, b = u.then.step.backwards, u.first.step.backwards
-    if a is None or b is None or a == b or _moment(o.FORWARD, o.BATCH, "the batch", DATA)(u) is not None:
+    if a is None or b is None or a == b or _fed_batch(u) is not None:
         return None  # another batch too: a script that counts its micro-steps from the data position moved both
     why = "the gradient-accumulation counter (micro-steps per update) was not restored"
     return Found(f"{b} backward passes in the update vs {a}", PROGRESS, why)

@@ -107,18 +107,24 @@ def test_a_job_on_two_nodes_runs_the_command_once_per_node_with_torchruns_rendez
     assert ran.placement.attempts == 1 and ran.placement.host == f"{socket.gethostname()},{socket.gethostname()}"
 
 
-def test_closing_the_launcher_cancels_a_running_job_and_its_command(local_jobs, tmp_path):
-    pid, raised = tmp_path / "pid", []
+def sleeping(launcher: Slurm, folder: Path) -> tuple[threading.Thread, Path, list[str]]:
+    """A job of SLEEPER launched in a thread, once its command runs: the thread, its pid file, the errors it raised."""
+    pid, raised = folder / "pid", []
 
     def launched() -> None:
         try:
-            local_jobs.launch([sys.executable, "-c", SLEEPER, str(pid)], tmp_path / "t.log", 600, None)
+            launcher.launch([sys.executable, "-c", SLEEPER, str(pid)], folder / "t.log", 600, None)
         except LaunchError as err:
             raised.append(str(err))
 
     thread = threading.Thread(target=launched)
     thread.start()
     assert wait_until(pid.exists)
+    return thread, pid, raised
+
+
+def test_closing_the_launcher_cancels_a_running_job_and_its_command(local_jobs, tmp_path):
+    thread, pid, raised = sleeping(local_jobs, tmp_path)
     local_jobs.close()
     thread.join()
     assert raised and raised[0].endswith("cancelled")
@@ -371,18 +377,7 @@ def test_slurm_itself_refuses_to_requeue_a_trajectorys_job(slurm_cluster, real_j
 def test_a_job_that_ends_without_a_result_is_said_from_squeue_not_waited_for(slurm_cluster, real_jobs, tmp_path):
     """A cluster without accounting cannot answer sacct, through which submitit learns that a job ended: a job
     cancelled by someone else (an admin, a node failure) would be waited for until --timeout. squeue's state ends it."""
-    pid = tmp_path / "pid"
-    errors: list = []
-
-    def launch() -> None:
-        try:
-            real_jobs.launch([sys.executable, "-c", SLEEPER, str(pid)], tmp_path / "t.log", 600, None)
-        except LaunchError as err:
-            errors.append(str(err))
-
-    runner = threading.Thread(target=launch)
-    runner.start()
-    assert wait_until(pid.exists)
+    runner, pid, errors = sleeping(real_jobs, tmp_path)
     slurm_cluster.command("scancel", slurm_cluster.command("squeue", "-h", "-o", "%i").split()[0])
     runner.join(timeout=120)
     assert not runner.is_alive() and len(errors) == 1
