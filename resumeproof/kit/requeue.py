@@ -17,7 +17,7 @@ TERM_WITHIN = 30.0
 
 
 class RequeueError(ResumeproofError):
-    """Not a Slurm job, or Slurm refused to requeue it."""
+    """Slurm refused to requeue the job, or could not be asked (a process outside a job is refused by the flag)."""
 
 
 def requeue(step: int) -> str:
