@@ -26,6 +26,12 @@ from tests.slurm_cluster import NODES
 SLURM = Launch(launcher="slurm")
 # Writes its pid, then waits to be cancelled: what a cancelled job must not leave behind.
 SLEEPER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
+# A sleeper that outlives a cancel's SIGTERM (killed at the end of KillWait), its job id beside its pid: cancelled by
+# someone else, its job ends without a result, whether or not the SIGTERM reaches the command before the job's code.
+STUBBORN = (
+    "import os, signal, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+    "open(sys.argv[1] + '.job', 'w').write(os.environ.get('SLURM_JOB_ID', ''));" + SLEEPER
+)
 
 
 @pytest.fixture
@@ -107,13 +113,13 @@ def test_a_job_on_two_nodes_runs_the_command_once_per_node_with_torchruns_rendez
     assert ran.placement.attempts == 1 and ran.placement.host == f"{socket.gethostname()},{socket.gethostname()}"
 
 
-def sleeping(launcher: Slurm, folder: Path) -> tuple[threading.Thread, Path, list[str]]:
-    """A job of SLEEPER launched in a thread, once its command runs: the thread, its pid file, the errors it raised."""
+def sleeping(launcher: Slurm, folder: Path, code: str = SLEEPER) -> tuple[threading.Thread, Path, list[str]]:
+    """A job of `code` launched in a thread, once its command runs: the thread, its pid file, the errors it raised."""
     pid, raised = folder / "pid", []
 
     def launched() -> None:
         try:
-            launcher.launch([sys.executable, "-c", SLEEPER, str(pid)], folder / "t.log", 600, None)
+            launcher.launch([sys.executable, "-c", code, str(pid)], folder / "t.log", 600, None)
         except LaunchError as err:
             raised.append(str(err))
 
@@ -362,11 +368,12 @@ def test_slurm_itself_refuses_to_requeue_a_trajectorys_job(slurm_cluster, real_j
     does) is refused for the running job, which then ends once, as it was planned."""
     pid = tmp_path / "pid"
     ran: list = []
-    sleeper = [sys.executable, "-c", "import sys, time; open(sys.argv[1], 'w'); time.sleep(3)", str(pid)]
+    code = "import os, sys, time; open(sys.argv[1], 'w').write(os.environ['SLURM_JOB_ID']); time.sleep(3)"
+    sleeper = [sys.executable, "-c", code, str(pid)]
     runner = threading.Thread(target=lambda: ran.append(real_jobs.launch(sleeper, tmp_path / "t.log", 120, None)))
     runner.start()
-    assert wait_until(pid.exists)
-    job_id = slurm_cluster.command("squeue", "-h", "-o", "%i").split()[0]
+    assert wait_until(lambda: pid.exists() and pid.read_text() != "")
+    job_id = pid.read_text()
     env = {**os.environ, **slurm_cluster.env}
     refused = subprocess.run(["scontrol", "requeue", job_id], env=env, capture_output=True, text=True)
     runner.join(timeout=120)
@@ -377,8 +384,8 @@ def test_slurm_itself_refuses_to_requeue_a_trajectorys_job(slurm_cluster, real_j
 def test_a_job_that_ends_without_a_result_is_said_from_squeue_not_waited_for(slurm_cluster, real_jobs, tmp_path):
     """A cluster without accounting cannot answer sacct, through which submitit learns that a job ended: a job
     cancelled by someone else (an admin, a node failure) would be waited for until --timeout. squeue's state ends it."""
-    runner, pid, errors = sleeping(real_jobs, tmp_path)
-    slurm_cluster.command("scancel", slurm_cluster.command("squeue", "-h", "-o", "%i").split()[0])
+    runner, pid, errors = sleeping(real_jobs, tmp_path, STUBBORN)
+    slurm_cluster.command("scancel", (tmp_path / "pid.job").read_text())
     runner.join(timeout=120)
     assert not runner.is_alive() and len(errors) == 1
     assert " ended CANCELLED without a result (its output: " in errors[0]
