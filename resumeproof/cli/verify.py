@@ -165,6 +165,19 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run", "epochs")
     help="With --launcher slurm: each job's time limit.  [default: the partition's]",
 )
 @click.option(
+    "--preempt",
+    type=click.Choice(launchers.PREEMPTS),
+    help="With --launcher slurm: one more trajectory, a requeueable job Slurm preempts after the --interrupt-at point "
+    "and restarts: by the job's --signal (it must save and requeue itself) or by `scontrol requeue` (docs/cluster.md).",
+)
+@click.option(
+    "--slurm-signal",
+    default="USR1",
+    show_default=True,
+    metavar="[B:]SIG[@SECONDS]",
+    help="With --preempt signal: the job's --signal, as sbatch reads it (B: to the batch shell, which passes it on).",
+)
+@click.option(
     "--ray-address",
     metavar="URL",
     help="With --launcher ray: the cluster's dashboard, e.g. http://head:8265.  [default: $RAY_ADDRESS]",
@@ -215,6 +228,8 @@ def run_verify(
     slurm_nodes,
     slurm_gpus_per_node,
     slurm_time,
+    preempt,
+    slurm_signal,
     ray_address,
     ray_cpus_per_job,
     ray_gpus_per_job,
@@ -271,6 +286,8 @@ def run_verify(
                 ray_address=ray_address,
                 cpus_per_job=ray_cpus_per_job,
                 gpus_per_job=ray_gpus_per_job,
+                preempt=preempt,
+                slurm_signal=settings.parse_slurm_signal(slurm_signal),
             ),
         )
     )

@@ -103,6 +103,7 @@ def fed_name(resume: str) -> str:
 
 
 CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not disturb the run
+PREEMPTED = "preempted"  # --preempt: one job Slurm preempts and restarts; it resumes itself in its own folder
 FAULT_PREFIX, CHAIN_PREFIX = "fault-", "chain"
 # The branches `resumeproof fork` always runs besides the user's (docs/fork.md): without overrides, and its repeat.
 CONTROL, CONTROL_REPEAT = "control", "control-repeat"
@@ -118,6 +119,7 @@ class CheckKind(StrEnum):
     NEGATIVE_CONTROL = "negative-control"  # the resume without RNG restore diverges
     FAULT = "fault"  # the resume without one part diverges
     CADENCE = "cadence"  # writing a checkpoint every step changes nothing
+    PREEMPTION = "preemption"  # a job Slurm preempted was restarted once and went on from where it stopped
     DETERMINISM = "determinism"  # the continuous run equals a repeat of itself
     FINITE = "finite"  # the continuous run's outputs are finite where an output must be usable
     CHAOS = "chaos"  # a check of the chaos test

@@ -14,7 +14,7 @@ from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import MODEL, PART_NAME
 from resumeproof.verify.plan.points import CHECKPOINTS, EPOCHS
-from resumeproof.verify.run.launch import LAUNCHERS, LOCAL_LAUNCH, RAY, SLURM, Launch
+from resumeproof.verify.run.launch import LAUNCHERS, LOCAL_LAUNCH, PREEMPTS, RAY, SIGNAL, SLURM, Launch, SlurmSignal
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
@@ -97,6 +97,8 @@ class Settings:
         _check_reuse(self)
         if self.script:
             _check_script(self)
+            if self.launch.preempt is not None:
+                raise SettingsError("--preempt", "not built yet with --observe (docs/cluster.md)")
         else:
             _check_parts(self.faults)
             _check_not_from_run(self.resume_from_run)
@@ -187,6 +189,19 @@ def _check_launch(launch: Launch) -> None:
         raise SettingsError("--ray-address", "is empty")
     at_least("--ray-cpus-per-job", launch.cpus_per_job, 0)
     at_least("--ray-gpus-per-job", launch.gpus_per_job, 0)
+    _check_preempt(launch)
+
+
+def _check_preempt(launch: Launch) -> None:
+    """--preempt: a Slurm job of one node; --slurm-signal only for the preemption it names."""
+    if launch.preempt is not None and launch.preempt not in PREEMPTS:
+        raise SettingsError("--preempt", f"{launch.preempt!r}: one of {', '.join(PREEMPTS)}")
+    if launch.preempt is not None and launch.launcher != SLURM:
+        raise SettingsError("--preempt", "applies only with --launcher slurm: Slurm preempts the job (docs/cluster.md)")
+    if launch.preempt is not None and launch.nodes > 1:
+        raise SettingsError("--preempt", "a job of one node only: a preempted --slurm-nodes job is not built yet")
+    if launch.slurm_signal != LOCAL_LAUNCH.slurm_signal and launch.preempt != SIGNAL:
+        raise SettingsError("--slurm-signal", f"applies only with --preempt {SIGNAL}")
 
 
 def _check_not_from_run(resume_from_run: bool) -> None:
@@ -239,6 +254,14 @@ def parse_train_cmd(train_cmd: str, flag: str = "--train-cmd") -> str:
     except ValueError as err:
         raise SettingsError(flag, f"{train_cmd!r}: {err}") from None
     return train_cmd
+
+
+def parse_slurm_signal(spec: str) -> SlurmSignal:
+    """--slurm-signal: '[B:]SIG[@SECONDS]', as sbatch's --signal reads it."""
+    try:
+        return SlurmSignal.parse(spec)
+    except ValueError as err:
+        raise SettingsError("--slurm-signal", str(err)) from None
 
 
 def parse_points(spec: str, steps: int) -> tuple[int, ...]:

@@ -19,7 +19,7 @@ from typing import Any
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
 from resumeproof.common.protocol import CONTINUOUS, REPEAT, RESUMED, CheckId, CheckKind
-from resumeproof.verify.judge import evidence, finite, first_update, summary_tiers
+from resumeproof.verify.judge import evidence, finite, first_update, preemption, summary_tiers
 from resumeproof.verify.judge.compare import Comparison, compare
 from resumeproof.verify.judge.diagnosis import diagnose, identical
 from resumeproof.verify.judge.evidence import Evidence
@@ -57,6 +57,7 @@ def evaluate(
     held = {t.name: _hold(t, against) for t in judged}
     unusable = finite.unusable(cont, parts)  # not finite where an output is read: fails, whatever matched
     checks = [*(c for h in held.values() for c in (h.restore, h.check) if c), finite.check(unusable)]
+    checks += [preemption.check(t.preempted) for t in trajectories if t.preempted is not None]
     if det.repeated or det.deterministic is False:
         checks.append(_determinism_check(det))
     negative = next((h.negative for h in held.values() if h.negative is not None), None)

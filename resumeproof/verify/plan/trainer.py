@@ -20,6 +20,7 @@ from resumeproof.common.protocol import (
     INTERRUPTED,
     OMIT_RNG_FLAG,
     OUTPUT_FLAG,
+    PREEMPTED,
     REPEAT,
     RESUME_FLAG,
     RESUMED,
@@ -29,12 +30,16 @@ from resumeproof.common.protocol import (
     CheckKind,
 )
 from resumeproof.verify.plan.expectation import Expect, Expectation
+from resumeproof.verify.run.launch import SIGNAL, Preempt
 from resumeproof.verify.run.trajectories import Observe, Trajectory
 from resumeproof.verify.settings import ALL, FLAT, Settings
 
 FLAT_FILE = "flat.bin"
 OBSERVED = "observed"  # the folder of the observer's records, one (or one per rank) per trajectory
 SEEDED = "seeded"  # a run of 0 updates: what the generators draw right after seeding
+# --preempt: seconds the preempted job sleeps after each update (--pace: changes no computed value), so that Slurm's
+# preemption, sent once loss.jsonl logs update k, lands within an update or two of it
+PREEMPT_PACE = 0.25
 
 
 def reference(s: Settings, name: str = CONTINUOUS) -> Trajectory:
@@ -111,7 +116,27 @@ def build(s: Settings, continuous: Trajectory | None = None) -> list[Trajectory]
         )
     if s.repeat:
         plan.append(reference(s, REPEAT))
+    if s.launch.preempt is not None:
+        plan.append(preempted(s))
     return plan
+
+
+def preempted(s: Settings) -> Trajectory:
+    """--preempt: the training command as the self-resuming job a user submits (`--resume auto --until-step N` in a
+    folder of its own, and with `signal` its requeue on the job's signal), paced so that Slurm's preemption lands
+    right after update k (the primary point); Slurm restarts it, and its end must be the continuous run's."""
+    how, k = s.launch.preempt or "", s.primary
+    out = s.output / PREEMPTED
+    argv = [*s.command, RESUME_FLAG, protocol.AUTO, protocol.UNTIL_STEP_FLAG, str(s.steps), OUTPUT_FLAG, str(out)]
+    argv += [protocol.PACE_FLAG, str(PREEMPT_PACE)]
+    if how == SIGNAL:
+        argv += [protocol.REQUEUE_ON_FLAG, s.launch.slurm_signal.name]
+    check = CheckId(kind=CheckKind.RESUME, trajectory=PREEMPTED)
+    name = f"{PREEMPTED} (by {how} after update {k}, restarted by Slurm) concordant with continuous"
+    concordant = Expectation(kind=Expect.CONCORDANT, id=check, name=name, resumed_at=k)
+    log = s.output / "logs" / f"{PREEMPTED}.log"
+    plan = Preempt(how, k, s.launch.slurm_signal)
+    return Trajectory(PREEMPTED, argv, out, log, expectation=concordant, reports_step=s.steps, preempt=plan)
 
 
 def faults(s: Settings, parts: Sequence[str]) -> list[Trajectory]:

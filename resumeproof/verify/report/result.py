@@ -23,6 +23,7 @@ from resumeproof.verify.judge.findings import (
 )
 from resumeproof.verify.report.verdict import Verdict, failure, verdict
 from resumeproof.verify.run.launch import Placement
+from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.settings import Settings
 
@@ -63,11 +64,13 @@ class TrajectoryRecord:
     reused_from: str | None = None  # --reuse-runs: the verification its run was copied from
     not_reused: str | None = None  # --reuse-runs: why it ran again
     stopped_after: int | None = None  # the update after which the observer ended it, where the plan asked
+    preemption: Preempted | None = None  # --preempt: how Slurm preempted its job, and each start (launch/preempt.py)
 
     def to_json(self) -> dict[str, Any]:
         checked: dict[str, Any] = {"check": self.check.to_json()} if self.check else {}
         checked |= {"started_from": self.started_from} if self.started_from else {}
         checked |= {"ran_on": self.ran_on.to_json()} if self.ran_on else {}
+        checked |= {"preemption": self.preemption.to_json()} if self.preemption else {}
         reuse: dict[str, Any] = {"run_key": self.run_key, "reused_from": self.reused_from}
         reuse |= {"not_reused": self.not_reused, "stopped_after": self.stopped_after}
         checked |= {key: said for key, said in reuse.items() if said is not None}
@@ -86,8 +89,9 @@ class TrajectoryRecord:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "TrajectoryRecord":
         files, check = tuple(d.get("checkpoint_files", ())), CheckedCheckpoint.from_json(d.get("check"))
-        where = Placement.from_json(d.get("ran_on"))
-        return cls(**{**d, "argv": tuple(d["argv"]), "checkpoint_files": files, "check": check, "ran_on": where})
+        where, preempted = Placement.from_json(d.get("ran_on")), Preempted.from_json(d.get("preemption"))
+        read = {"checkpoint_files": files, "check": check, "ran_on": where, "preemption": preempted}
+        return cls(**{**d, "argv": tuple(d["argv"]), **read})
 
 
 @dataclass(kw_only=True)
@@ -174,7 +178,14 @@ class Verification:
         """Every resume that must match does, and every history that must be a prefix is."""
         if self.legacy_positive is not None:
             return self.legacy_positive
-        must_match = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.RESTORE, CheckKind.CADENCE, CheckKind.CHECKPOINT)
+        must_match = (
+            CheckKind.PREFIX,
+            CheckKind.RESUME,
+            CheckKind.RESTORE,
+            CheckKind.CADENCE,
+            CheckKind.CHECKPOINT,
+            CheckKind.PREEMPTION,
+        )
         return self.error is None and all(c.passed for c in self.checks if c.id.kind in must_match)
 
     @property
@@ -320,4 +331,5 @@ def ran(t: Trajectory) -> TrajectoryRecord:
         reused_from=str(t.reused_from) if t.reused_from is not None else None,
         not_reused=t.not_reused,
         stopped_after=t.observe.stop[1] if t.observe is not None and t.observe.stop is not None else None,
+        preemption=t.preempted,
     )

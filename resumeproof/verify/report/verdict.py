@@ -45,6 +45,7 @@ EXIT_CODES = {PASSED: 0, FAILED: 1, NOT_DETERMINISTIC: 1, INCOMPLETE: 2}
 SHOWN = 3  # failed trajectories the verdict line says; the rest are named (each report lists every failed check)
 # The earliest evidence first: a resume's restore before its trajectory, a resume before the faults it explains.
 ORDER: tuple[CheckKind, ...] = (
+    CheckKind.PREEMPTION,
     CheckKind.RESTORE,
     CheckKind.RESUME,
     CheckKind.CADENCE,
@@ -110,7 +111,13 @@ def _passed(v: Verification) -> str:
         spread = f"not deterministic (differs from itself{_from(d.first_step, d.first_mismatch)})"
         resumes = "every restore exact, every resume within its measured run-to-run spread"
         return f"{spread}, so compared within its measured spread, not bit for bit: {resumes}, {control}{extra}"
-    return f"every resume concordant, {control}{extra}"
+    return f"every resume concordant{_preempted(v)}, {control}{extra}"
+
+
+def _preempted(v: Verification) -> str:
+    """The job Slurm preempted, where one was: restarted from which update."""
+    said = [c for c in v.of_kind(CheckKind.PREEMPTION) if c.passed]
+    return "".join(f" (the job Slurm preempted among them, restarted from update {c.resumed_at})" for c in said)
 
 
 def _faults_said(v: Verification) -> str:
@@ -143,6 +150,17 @@ def _failed(v: Verification) -> str:
 def _resume(c: Check, v: Verification) -> str:
     how = "leaves its measured run-to-run spread" if v.determinism.within_spread else "differs from continuous"
     return f"{_name(c)}{_resumed(c)} {how}{_where(c)}; {_cause(c, v)}"
+
+
+def _preemption(c: Check, v: Verification) -> str:
+    """The course the job took, then how its end compares (its own RESUME check), so that a replay is judged too."""
+    if not c.detail:
+        return denied(c)
+    end = next((r for r in v.of_kind(CheckKind.RESUME) if r.id.trajectory == c.id.trajectory), None)
+    if end is None:
+        return f"{_name(c)}, the job Slurm preempted, was {c.detail}"
+    judged = "ends as continuous does" if end.passed else f"differs from continuous{_where(end)}: {_cause(end, v)}"
+    return f"{_name(c)}, the job Slurm preempted, was {c.detail}; its run {judged}"
 
 
 def _cadence(c: Check, v: Verification) -> str:
@@ -194,6 +212,7 @@ def denied(c: Check) -> str:
 
 SAY: dict[CheckKind, Callable[[Check, Verification], str]] = {
     CheckKind.RESUME: _resume,
+    CheckKind.PREEMPTION: _preemption,
     CheckKind.CADENCE: _cadence,
     CheckKind.RESTORE: _restore,
     CheckKind.PREFIX: _prefix,

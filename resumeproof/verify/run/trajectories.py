@@ -13,15 +13,16 @@ import shlex
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from resumeproof.common import observation
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.verify.plan.expectation import Expectation
 from resumeproof.verify.run import failure, inputs
-from resumeproof.verify.run.launch import Launcher, LaunchError, Placement
+from resumeproof.verify.run.launch import Launcher, LaunchError, Placement, Preempt
 from resumeproof.verify.run.launch.local import Local
+from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.outputs import Accepted
 
 QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
@@ -66,6 +67,8 @@ class Trajectory:
     run_key: dict[str, str] | None = None  # what makes another run of it the same run (verify/run/reuse.py)
     reused_from: Path | None = None  # --reuse-runs: the verification its run was copied from
     not_reused: str | None = None  # --reuse-runs: why it ran again
+    preempt: Preempt | None = None  # --preempt: one requeueable job that Slurm preempts (verify/run/launch/preempt.py)
+    preempted: Preempted | None = None  # what happened to that job, once it ended
 
     def environment(self) -> dict[str, str] | None:
         """Its process's environment: this one's, with the observer injected where it is asked for."""
@@ -162,7 +165,10 @@ def _run(
             if code != 0:
                 said = failure.said(t.log)
                 raise TrajectoryError(f"prerequisite `{shlex.join(step)}` exited with status {code}: {said}")
-        t.exit_code = _launched(t, launcher, t.argv, timeout, t.environment())
+        if t.preempt is not None:
+            t.exit_code = _preempted(t, launcher, timeout)
+        else:
+            t.exit_code = _launched(t, launcher, t.argv, timeout, t.environment())
         if t.exit_code != 0:
             said = failure.said(t.log)
             raise TrajectoryError(f"exited with status {t.exit_code}{': ' + said if said else ''} (log: {t.log})")
@@ -184,3 +190,30 @@ def _launched(t: Trajectory, launcher: Launcher, argv: list[str], timeout: float
             "requeued by the scheduler): a process that restarted is a resume, not the run it was planned as"
         )
     return ran.exit_code
+
+
+def _preempted(t: Trajectory, launcher: Launcher, timeout: float) -> int:
+    """`t`'s one job, preempted by Slurm and restarted (--preempt): its last start's exit code. Two starts that ran at
+    once wrote one folder together: refused, never judged."""
+    preempter = getattr(launcher, "preempted", None)
+    if preempter is None or t.preempt is None:
+        raise TrajectoryError("--preempt needs --launcher slurm: Slurm preempts the job")
+    t.preempted = preempter(t.argv, t.log, t.output, timeout, t.environment(), t.preempt)
+    first = t.preempted.starts[0] if t.preempted.starts else None
+    t.placement = Placement(
+        launcher="slurm",
+        host=first.host if first else None,
+        job_id=t.preempted.job_id,
+        attempts=len(t.preempted.starts),
+        devices=first.devices or None if first else None,
+        node=first.node or None if first else None,
+    )
+    if t.expectation is not None and t.preempted.resumed_from:  # its end is judged as a resume from there
+        t.expectation = replace(t.expectation, resumed_at=t.preempted.resumed_from[0])
+    both = next(((n, s.overlapping) for n, s in enumerate(t.preempted.starts, 1) if s.overlapping), None)
+    if both is not None:
+        raise TrajectoryError(
+            f"start {both[0]} of job {t.preempted.job_id} began while an earlier start's command (pid {both[1]}) "
+            f"still ran: two writers in {t.output}, refused, not judged"
+        )
+    return t.preempted.exit_code

@@ -20,8 +20,16 @@ from typing import Any
 
 import submitit
 
-from resumeproof.verify.run.launch import job
-from resumeproof.verify.run.launch.seam import SLURM, SUBMITIT_CLUSTER_ENV, Launch, Launched, LaunchError, Placement
+from resumeproof.verify.run.launch import job, preempt
+from resumeproof.verify.run.launch.seam import (
+    SLURM,
+    SUBMITIT_CLUSTER_ENV,
+    Launch,
+    Launched,
+    LaunchError,
+    Placement,
+    Preempt,
+)
 
 POLL = 0.2  # seconds between two looks for a job's result
 LOOK = 2.0  # seconds between two looks at squeue, for a job that ended without writing its result
@@ -45,6 +53,13 @@ class Slurm:
         self._jobs: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._closed = threading.Event()
+        self._preempter = preempt.Preempter(launch, folder)
+
+    def preempted(
+        self, argv: list[str], log: Path, output: Path, timeout: float, env: dict[str, str] | None, plan: Preempt
+    ) -> preempt.Preempted:
+        """`argv` as one requeueable job, preempted as `plan` asks and followed to its end (preempt.py)."""
+        return self._preempter.run(argv, log, output, timeout, env, plan)
 
     def launch(self, argv: list[str], log: Path, timeout: float, env: dict[str, str] | None) -> Launched:
         starts = self.folder / f"{uuid.uuid4().hex}.starts"
@@ -81,6 +96,7 @@ class Slurm:
     def close(self) -> None:
         """Cancel every job submitted and not yet finished (Ctrl-C, an error, the end of a run)."""
         self._closed.set()
+        self._preempter.close()
         with self._lock:
             running = list(self._jobs.values())
         for submitted in running:

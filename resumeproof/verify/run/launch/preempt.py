@@ -1,0 +1,231 @@
+"""A preempted trajectory (--preempt): one requeueable Slurm job, preempted after update K the way a cluster does it.
+
+The job is the batch script a user writes: `sbatch --requeue`, the command once under `srun` (one task, so that a
+framework that detects Slurm from its variables sees an ordinary job), its output appended to the trajectory's log
+by every start. Once the command's loss.jsonl logs update K, Slurm is told to preempt it: `signal` delivers the
+job's --signal (`scancel --signal`, to the steps, or with B: to the batch shell, which passes it on as a user's trap
+does) and the job must save and requeue itself; `requeue` runs `scontrol requeue` (SIGTERM, KillWait, back in the
+queue), what PreemptMode=REQUEUE does, and the job must save on SIGTERM. The hold Slurm puts on a requeued job (its
+BeginTime, until `cred_expire` passes) is released at once where Slurm lets the user; the job is followed to its end.
+What happened is recorded as Slurm and the job's own starts say it (`Preempted`); verify/judge/preemption.py judges it.
+"""
+
+import shlex
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from resumeproof.common import losslog
+from resumeproof.verify.run.launch import job
+from resumeproof.verify.run.launch.seam import REQUEUE, SIGNAL, Launch, LaunchError, Preempt
+
+POLL = 0.2  # seconds between two looks at the job and its loss.jsonl
+MOST_RESTARTS = 3  # a job Slurm restarted more often than this is cancelled: one restart is what was asked for
+ENDED = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT"}
+LEFT = "LEFT_THE_QUEUE"  # scontrol no longer knows the job (MinJobAge passed): its end state is unknown
+
+
+@dataclass(frozen=True)
+class Preempted:
+    """A preempted trajectory's job, followed to its end: how and when Slurm was told to preempt it, what Slurm says
+    of it at its end, and each start of its command (job.Start: its node, restart count, two writers)."""
+
+    how: str  # SIGNAL or REQUEUE
+    signal: str  # sbatch's --signal, as given: B:USR1@90
+    at: int  # the update it was to be preempted after (--interrupt-at)
+    job_id: str
+    delivered_after: int | None  # the last update its loss.jsonl held when Slurm was told (None: it ended first)
+    state: str  # Slurm's JobState at its end
+    restarts: int  # Slurm's Restarts
+    exit_code: int  # of its last start's command, as Slurm reports it
+    starts: tuple[job.Start, ...]
+    holds: tuple[str, ...] = ()  # per requeue, how its BeginTime hold ended: "released", or why scontrol would not
+    # What its loss.jsonl says: the update its first process stopped after and on which signal (None: no stop
+    # logged), whether the job requeued itself (a `requeue` line), and the update each later start continued from.
+    stopped_after: int | None = None
+    stopped_by: str | None = None
+    requeued_itself: bool = False
+    resumed_from: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "how": self.how,
+            "signal": self.signal,
+            "at": self.at,
+            "job_id": self.job_id,
+            "delivered_after": self.delivered_after,
+            "state": self.state,
+            "restarts": self.restarts,
+            "exit_code": self.exit_code,
+            "starts": [start._asdict() for start in self.starts],
+            "holds": list(self.holds),
+            "stopped_after": self.stopped_after,
+            "stopped_by": self.stopped_by,
+            "requeued_itself": self.requeued_itself,
+            "resumed_from": list(self.resumed_from),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> "Preempted | None":
+        if not d:
+            return None
+        starts = tuple(job.Start(**start) for start in d["starts"])
+        return cls(**{**d, "starts": starts, "holds": tuple(d["holds"]), "resumed_from": tuple(d["resumed_from"])})
+
+
+class Preempter:
+    """Submits preempted trajectories' jobs to the cluster `launch` names; `close` cancels every one still known."""
+
+    def __init__(self, launch: Launch, folder: Path) -> None:
+        self.launch_ = launch
+        self.folder = folder
+        self._jobs: set[str] = set()
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+
+    def run(
+        self, argv: list[str], log: Path, output: Path, timeout: float, env: dict[str, str] | None, plan: Preempt
+    ) -> Preempted:
+        """Submit `argv` as one requeueable job, preempt it after update `plan.at` of `output`'s loss.jsonl, and
+        follow it, restarts included, to its end (cancelled past `timeout` seconds, or on `close`)."""
+        if self._closed.is_set():
+            raise LaunchError("cancelled before it was submitted")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        starts = self.folder / f"{uuid.uuid4().hex}.starts"
+        job_id = self._submit(argv, log, starts, env, plan)
+        with self._lock:
+            self._jobs.add(job_id)
+        try:
+            return self._follow(job_id, output, starts, time.monotonic() + timeout, plan)
+        finally:
+            with self._lock:
+                self._jobs.discard(job_id)
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            running = list(self._jobs)
+        for job_id in running:
+            _slurm("scancel", job_id)
+
+    def _submit(self, argv: list[str], log: Path, starts: Path, env: dict[str, str] | None, plan: Preempt) -> str:
+        script = self.folder / f"{starts.stem}.sh"
+        script.write_text(batch_script(argv, log, starts, plan))
+        options = ["--parsable", "--requeue", "--job-name=resumeproof-preempted", "--nodes=1", "--ntasks=1"]
+        options += [f"--output={str(log).replace('%', '%%')}", "--open-mode=append"]
+        if plan.how == SIGNAL:
+            options.append(f"--signal={plan.signal}")
+        if self.launch_.partition is not None:
+            options.append(f"--partition={self.launch_.partition}")
+        if self.launch_.minutes is not None:
+            options.append(f"--time={self.launch_.minutes}")
+        if self.launch_.gpus_per_node:
+            options.append(f"--gpus-per-node={self.launch_.gpus_per_node}")
+        done = _slurm("sbatch", *options, str(script), env=env)
+        if done.returncode != 0:
+            raise LaunchError(f"could not be submitted: sbatch: {_said(done)}")
+        return done.stdout.strip().split(";")[0]
+
+    def _follow(self, job_id: str, output: Path, starts: Path, deadline: float, plan: Preempt) -> Preempted:
+        """Preempt the job once update `plan.at` is logged, release each requeue's hold, and wait for an end that
+        follows the last restart (a state read between a requeue and the restart says nothing of the restart)."""
+        delivered: int | None = None
+        held_at, holds, cancelled = 0, list[str](), False
+        while True:
+            fields = shown(job_id)
+            state, restarts = fields.get("JobState", LEFT), int(fields.get("Restarts", "0"))
+            if delivered is None and state == "RUNNING" and last_update(output) >= plan.at:
+                delivered = last_update(output)
+                _preempt(job_id, plan)
+            if state == "PENDING" and restarts > held_at:
+                held_at = restarts
+                holds.append(_release(job_id))
+            restarted = restarts == 0 or held_at == restarts or len(job.started(str(starts))) > restarts
+            if state == LEFT or (state in ENDED and restarted):
+                break
+            if restarts > MOST_RESTARTS and not cancelled:  # requeued again and again: once is what was asked for
+                _slurm("scancel", job_id)
+                cancelled = True
+            if self._closed.is_set() or time.monotonic() > deadline:
+                _slurm("scancel", job_id)
+                raise LaunchError(f"job {job_id} {'cancelled' if self._closed.is_set() else 'timed out'}")
+            time.sleep(POLL)
+        code, ran = int(fields.get("ExitCode", "0:0").split(":")[0]), tuple(job.started(str(starts)))
+        slurm = Preempted(plan.how, str(plan.signal), plan.at, job_id, delivered, state, restarts, code, ran)
+        return course(replace(slurm, holds=tuple(holds)), output)
+
+
+def batch_script(argv: list[str], log: Path, starts: Path, plan: Preempt) -> str:
+    """The job's script: this directory, then the command once under srun through job.py's patient start; with a
+    B: signal the batch shell passes the signal on to the step, as a user's trap does."""
+    signals = ",".join(str(n) for n in sorted({plan.signal.number, 15}))  # and SIGTERM: a requeue's, KillWait's
+    start = [sys.executable, "-B", job.__file__, job.PATIENT, signals, str(log), str(starts), "--", *argv]
+    step = shlex.join(["srun", "--ntasks=1", *start])
+    lines = ["#!/bin/bash", f"cd {shlex.quote(str(Path.cwd()))}"]
+    if not plan.signal.batch:
+        return "\n".join([*lines, step, ""])
+    name = plan.signal.name
+    forward = [f"trap 'kill -s {name} \"$step\" 2>/dev/null' {name}", f"{step} &", "step=$!"]
+    wait = ['wait "$step"; code=$?', 'while kill -0 "$step" 2>/dev/null; do wait "$step"; code=$?; done', "exit $code"]
+    return "\n".join([*lines, *forward, *wait, ""])
+
+
+def course(slurm: Preempted, output: Path) -> Preempted:
+    """`slurm` with what the job's loss.jsonl says: where its first process stopped, whether it requeued itself,
+    where each later start continued from."""
+    events = [e for e in losslog.read(output / losslog.NAME)[0] if "event" in e]
+    stop = next((e for e in events if e["event"] == "stop"), None)
+    return replace(
+        slurm,
+        stopped_after=stop["step"] if stop else None,
+        stopped_by=stop["signal"] if stop else None,
+        requeued_itself=any(e["event"] == "requeue" for e in events),
+        resumed_from=tuple(e["from_step"] for e in events if e["event"] == "start")[1:],
+    )
+
+
+def shown(job_id: str) -> dict[str, str]:
+    """`scontrol show job`'s fields ({} once Slurm no longer knows the job)."""
+    done = _slurm("scontrol", "show", "job", job_id, "--oneliner")
+    return dict(field.split("=", 1) for field in done.stdout.split() if "=" in field) if done.returncode == 0 else {}
+
+
+def last_update(output: Path) -> int:
+    """The last update the trajectory's loss.jsonl logged (0: none yet)."""
+    return max((e["step"] for e in losslog.read(output / losslog.NAME)[0] if "loss" in e), default=0)
+
+
+def _preempt(job_id: str, plan: Preempt) -> None:
+    """Tell Slurm to preempt the job `plan.how`; LaunchError with Slurm's words where it refuses."""
+    sig = plan.signal
+    argv = ["scontrol", "requeue", job_id] if plan.how == REQUEUE else ["scancel", f"--signal={sig.name}", job_id]
+    if plan.how == SIGNAL and sig.batch:
+        argv.insert(1, "--batch")
+    done = _slurm(*argv)
+    if done.returncode != 0:
+        raise LaunchError(f"job {job_id}: `{shlex.join(argv)}` failed: {_said(done)}")
+
+
+def _release(job_id: str) -> str:
+    """End the hold Slurm puts on a requeued job (its BeginTime): "released", or what scontrol said instead (a
+    cluster may not let a user move a job's start forward; the job then starts once the hold passes)."""
+    done = _slurm("scontrol", "update", f"JobId={job_id}", "StartTime=now")
+    return "released" if done.returncode == 0 else _said(done)
+
+
+def _slurm(*argv: str, env: dict[str, str] | None = None) -> "subprocess.CompletedProcess[str]":
+    """A Slurm client's answer; a client that is missing or hangs answers as a failed one would."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return subprocess.CompletedProcess(argv, 1, "", str(err))
+
+
+def _said(done: "subprocess.CompletedProcess[str]") -> str:
+    lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit status {done.returncode}"
