@@ -9,13 +9,14 @@ from click.testing import CliRunner
 
 from resumeproof import cli
 from resumeproof.verify.chaos.settings import ChaosSettings
-from resumeproof.verify.run.launch import Launch
+from resumeproof.verify.run.launch import Launch, SlurmSignal
 from resumeproof.verify.settings import (
     Settings,
     SettingsError,
     parse_faults,
     parse_points,
     parse_segments,
+    parse_slurm_signal,
 )
 
 VERIFY = {
@@ -229,6 +230,18 @@ def test_an_epoch_pattern_without_epochs_is_refused_by_the_command_before_anythi
             "--ray-gpus-per-job",
             Launch(launcher="ray", gpus_per_job=-1),
         ),
+        (("--preempt", "signal"), "--preempt", Launch(preempt="signal")),  # Slurm preempts: no other launcher
+        (
+            ("--launcher", "slurm", "--preempt", "requeue", "--slurm-nodes", "2"),
+            "--preempt",
+            Launch(launcher="slurm", preempt="requeue", nodes=2),
+        ),
+        (
+            ("--launcher", "slurm", "--preempt", "requeue", "--slurm-signal", "USR2"),
+            "--slurm-signal",
+            Launch(launcher="slurm", preempt="requeue", slurm_signal=SlurmSignal("USR2")),
+        ),
+        (("--launcher", "slurm", "--slurm-signal", "USR2"), "--slurm-signal", Launch(slurm_signal=SlurmSignal("USR2"))),
     ],
 )
 def test_the_command_and_the_settings_refuse_the_same_launches(tmp_path, args, flag, launch):
@@ -242,3 +255,32 @@ def test_a_launcher_the_verifier_does_not_know_is_refused_by_the_settings():
     with pytest.raises(SettingsError, match="'kubernetes': one of local, slurm, ray") as refused:
         Settings(**{**VERIFY, "launch": Launch(launcher="kubernetes")})
     assert refused.value.flag == "--launcher"
+
+
+@pytest.mark.parametrize(
+    ("given", "read"),
+    [
+        ("USR1", SlurmSignal("USR1")),
+        ("sigusr2@90", SlurmSignal("USR2", 90)),
+        ("B:USR1@120", SlurmSignal("USR1", 120, batch=True)),
+        ("B:TERM", SlurmSignal("TERM", batch=True)),
+    ],
+)
+def test_a_slurm_signal_is_read_as_sbatch_reads_it_and_written_back_the_same(given, read):
+    assert parse_slurm_signal(given) == read
+    assert parse_slurm_signal(str(read)) == read
+
+
+@pytest.mark.parametrize("given", ["KILL", "USR1@", "B:", "USR1@-5", "NOPE", "C:USR1"])
+def test_a_slurm_signal_no_process_could_catch_or_sbatch_read_is_one_line_naming_it(tmp_path, given):
+    with pytest.raises(SettingsError, match="is not \\[B:\\]SIG\\[@SECONDS\\]") as refused:
+        parse_slurm_signal(given)
+    assert refused.value.flag == "--slurm-signal" and repr(given) in str(refused.value)
+    args = ("--launcher", "slurm", "--preempt", "signal", "--slurm-signal", given)
+    assert "--slurm-signal: " in refused_by_the_command(tmp_path, "verify", *args)
+
+
+def test_preempting_an_observed_script_is_refused_as_not_built_yet(tmp_path):
+    args = (*SCRIPT, "--checkpoint", "{run}/c.pt", "--launcher", "slurm", "--preempt", "signal")
+    said = refused_by_the_command(tmp_path, "verify", *args)
+    assert "--preempt: not built yet with --observe" in said

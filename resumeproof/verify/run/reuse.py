@@ -65,6 +65,9 @@ def reuser(s: Settings) -> Callable[[Trajectory], bool]:
         t.run_key = key(t, output, s.launch)
         if previous is None:
             return False
+        if t.preempt is not None:  # its course (the preemption, the restart) is judged, and only a run has one
+            t.not_reused = "a preempted job runs again: how Slurm preempted and restarted it is what is judged"
+            return False
         ran_again = [name for name in t.after if name not in copied]  # its input is not the one it ran from there
         t.not_reused = f"{ran_again[0]} ran again" if ran_again else _why_not(previous, t, output)
         if t.not_reused is None:

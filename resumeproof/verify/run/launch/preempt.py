@@ -155,6 +155,12 @@ class Preempter:
                 _slurm("scancel", job_id)
                 raise LaunchError(f"job {job_id} {'cancelled' if self._closed.is_set() else 'timed out'}")
             time.sleep(POLL)
+        if delivered is None:  # nothing was preempted: there is no course to judge
+            logged = f"{output / losslog.NAME} logged update {last_update(output)}"
+            raise LaunchError(
+                f"job {job_id} ended ({state}) before update {plan.at} was logged ({logged}): nothing "
+                "was preempted; --preempt follows the updates a trainer logs there (docs/cluster.md)"
+            )
         code, ran = int(fields.get("ExitCode", "0:0").split(":")[0]), tuple(job.started(str(starts)))
         slurm = Preempted(plan.how, str(plan.signal), plan.at, job_id, delivered, state, restarts, code, ran)
         return course(replace(slurm, holds=tuple(holds)), output)

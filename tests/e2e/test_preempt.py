@@ -1,0 +1,76 @@
+"""`verify --launcher slurm --preempt signal|requeue` on a real two-node Slurm (tests/slurm_cluster.py): the job Slurm
+preempts after update k and restarts is judged by its course and by its end.
+
+train.py passes both ways. Four trainers whose own resumes (`--resume PATH`) are train.py's, each breaking only the
+self-resume a restarted job makes (`--resume auto`) in another way, are each given their own verdict: the restart
+loses the generators (its end differs, the random state named), starts over from update 0 (its end equals the
+continuous run's: only the course tells), replays from an older checkpoint, or the signal is taken as a snapshot and
+the job never requeued. Two starts at once are refused (tests/verify/run/launch/test_preempt.py).
+"""
+
+import sys
+
+import pytest
+
+from tests.helpers import TRAINERS
+from tests.launchers import through_slurm
+
+pytestmark = pytest.mark.xdist_group("preempt")  # one worker, one cluster
+ARGS = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")
+
+
+def preempted(tmp_path_factory, cluster, how: str, trainer: str | None = None):
+    """A verification with `--preempt how`: its process, verification.json, the preempted trajectory's record and
+    its checks by kind."""
+    command = () if trainer is None else ("--train-cmd", f"{sys.executable} -B {TRAINERS / trainer}")
+    name = f"{how}-{trainer or 'train'}"
+    proc, doc, _ = through_slurm(tmp_path_factory, name, *ARGS, *command, "--preempt", how, cluster=cluster)
+    record = doc["trajectories"]["preempted"]
+    checks = {c["kind"]: c for c in doc["checks"] if c["trajectory"] == "preempted"}
+    return proc, doc, record, checks
+
+
+@pytest.mark.parametrize(("how", "signal"), [("signal", "SIGUSR1"), ("requeue", "SIGTERM")])
+def test_train_py_preempted_by_slurm_resumes_where_it_stopped_and_passes(tmp_path_factory, slurm_cluster, how, signal):
+    proc, doc, record, checks = preempted(tmp_path_factory, slurm_cluster, how)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    p = record["preemption"]
+    assert (p["how"], p["state"], p["restarts"], p["stopped_by"]) == (how, "COMPLETED", 1, signal)
+    assert p["requeued_itself"] is (how == "signal") and p["resumed_from"] == [p["stopped_after"]]
+    assert p["stopped_after"] >= 3 and [s["restart"] for s in p["starts"]] == ["", "1"]
+    assert record["ran_on"]["attempts"] == 2 and record["ran_on"]["job_id"] == p["job_id"]
+    assert checks["preemption"]["passed"] and checks["resume"]["passed"]
+    assert checks["resume"]["resumed_at"] == p["stopped_after"]
+    said = f"(the job Slurm preempted among them, restarted from update {p['stopped_after']})"
+    assert said in doc["verdict"]["line"] and doc["verdict"]["line"].startswith("PASSED: every resume concordant")
+
+
+def test_a_restart_that_loses_the_generators_differs_and_names_the_random_state(tmp_path_factory, slurm_cluster):
+    proc, doc, _, checks = preempted(tmp_path_factory, slurm_cluster, "signal", "auto_forgets_rng.py")
+    assert proc.returncode == 1
+    assert checks["preemption"]["passed"] and not checks["resume"]["passed"]
+    assert checks["resume"]["diagnosis"]["lost"] == "rng-python, rng-numpy, rng-torch"
+    failed = {c["trajectory"] for c in doc["checks"] if not c["passed"]}
+    assert failed == {"preempted"}  # the resumes the verifier starts itself pass: only the self-resume is broken
+    assert "FAILED: preempted (from step " in doc["verdict"]["line"]
+    assert "likely lost rng-python, rng-numpy, rng-torch" in doc["verdict"]["line"]
+
+
+@pytest.mark.parametrize(
+    ("how", "trainer", "said"),
+    [
+        ("requeue", "auto_starts_over.py", "was started over: its restart began again from update 0, not from update"),
+        ("requeue", "auto_replays.py", "was replayed: its restart went on from update 2, an older checkpoint than"),
+        ("signal", "auto_never_requeues.py", "was never requeued: no process stopped on its --signal USR1"),
+    ],
+)
+def test_each_broken_course_gets_its_own_verdict_and_its_end_is_judged_too(
+    tmp_path_factory, slurm_cluster, how, trainer, said
+):
+    """Each of these ends as the continuous run does: a verdict read off the end alone would pass all three."""
+    proc, doc, _, checks = preempted(tmp_path_factory, slurm_cluster, how, trainer)
+    assert proc.returncode == 1
+    assert not checks["preemption"]["passed"] and checks["resume"]["passed"]
+    line = doc["verdict"]["line"]
+    assert line.startswith(f"FAILED: preempted, the job Slurm preempted, {said}"), line
+    assert line.endswith("; its run ends as continuous does"), line
