@@ -61,6 +61,14 @@ GLOBAL, KIT = "global", "kit"  # generators: the process-wide ones by their own 
 # trainer does at the end of update K (its save); or with SIGTERM right after update K, as a preemption does.
 EXIT, SIGTERM = "exit", "sigterm"
 STOPS = (EXIT, SIGTERM)
+# A job Slurm preempts (--preempt): its first start is held right after update K, the record written and a marker
+# beside it (PAUSED), until the verifier, having had Slurm preempt the job, writes RELEASE (or HOLD_AT_MOST passes).
+# The trainer's own handler runs meanwhile, as a preemption's signal lands between two updates. A restart
+# (SLURM_RESTART_COUNT set) is never held, and records into a file of its own (`restarted`).
+PAUSE = "pause"
+PAUSED, RELEASE = ".paused", ".release"
+HOLD_AT_MOST = 600.0  # seconds: a verifier that is gone never leaves a trainer held for good
+RESTART_ENV = "SLURM_RESTART_COUNT"  # Slurm's count of a job's restarts (unset on its first start)
 # What the observer can block (BLOCK_ENV): the generators' setters (the negative control), or one part's
 # `load_state_dict` (a fault), each made a no-op that answers its caller as the real one would.
 RNG_SETTERS = "rng"
@@ -77,6 +85,13 @@ FINGERPRINT, SOURCES = "fingerprint", "sources"
 def record_file(base: str | Path, rank: int | None) -> Path:
     """The record file of one process: `BASE.json`, or `BASE.rank-R.json` under a launcher."""
     return Path(f"{base}{'' if rank is None else f'.rank-{rank}'}{SUFFIX}")
+
+
+def restarted(base: str, environ: dict[str, str] | Any) -> str:
+    """The record base of a process: `base`, or `BASE.restart-N` for a job Slurm restarted (N: its restart count),
+    so that each start of a preempted job keeps its own records."""
+    count = environ.get(RESTART_ENV, "")
+    return f"{base}.restart-{count}" if count.isdigit() and int(count) > 0 else base
 
 
 def values_file(record: Path, update: int, moment: str, key: str) -> Path:
@@ -103,7 +118,7 @@ def stop_asked(text: str | None) -> tuple[str, int] | None:
     a resumed process right before its first update's step: what its checkpoint feeds that update, and nothing
     more (verify/plan/trainer.py's inputs of a restore)."""
     how, _, k = (text or "").partition(":")
-    return (how, int(k)) if how in STOPS and k.isdigit() and int(k) >= (0 if how == EXIT else 1) else None
+    return (how, int(k)) if how in (*STOPS, PAUSE) and k.isdigit() and int(k) >= (0 if how == EXIT else 1) else None
 
 
 def blocks_asked(text: str | None) -> frozenset[str]:

@@ -44,7 +44,10 @@ def install(
     rank = int(environ["RANK"]) if "RANK" in environ and "WORLD_SIZE" in environ else None
     stop = names.stop_asked(environ.get(names.STOP_ENV))
     values = environ.get(names.VALUES_ENV) == "1"
-    o: Observer = observer.Observer(names, fingerprint, environ[names.OBSERVE_ENV], wanted, rank, stop, values)
+    record = names.restarted(environ[names.OBSERVE_ENV], environ)
+    if record != environ[names.OBSERVE_ENV] and stop is not None and stop[0] == names.PAUSE:
+        stop = None  # a preempted job's restart: only its first start is held
+    o: Observer = observer.Observer(names, fingerprint, record, wanted, rank, stop, values)
     torch_module.register_module_forward_pre_hook(guarded(o, o.forward_pre))
     torch_module.register_module_forward_hook(guarded(o, o.forward_post), always_call=True, with_kwargs=True)
     torch_optimizer.register_optimizer_step_pre_hook(guarded(o, o.step_pre))

@@ -18,6 +18,7 @@ import os
 import random
 import signal
 import sys
+import time
 import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -41,6 +42,7 @@ class Observer:
         values: bool = False,
     ) -> None:
         self.o, self.path, self.wanted, self.rank = names, names.record_file(record, rank), wanted, rank
+        self.base = record  # the record file without suffix, every rank's (a hold's release is theirs together)
         self.f = fingerprint  # observe/fingerprint.py: every digest, computed where its tensor lives
         self.values = values  # keep what VALUED names by value too (observation.VALUES_ENV)
         self.stop = stop  # (how, K): end the process after its update K (common/observation.py's STOP_ENV)
@@ -270,6 +272,9 @@ class Observer:
             self.stopped = self.update
             self.write(last=True)
             os.kill(os.getpid(), signal.SIGTERM)
+        if self.stop == (self.o.PAUSE, self.update):  # a job Slurm preempts: held while its signal lands
+            self.write(last=True)
+            self.hold()
         self.update += 1
         self.forwarded = self.lossed = self.stepped = self.targeted = False
         self.backwards = 0
@@ -285,6 +290,16 @@ class Observer:
             self.restores += [
                 {"group": group, "generator": n, "digest": current[n], "before": self.update} for n in found
             ]
+
+    def hold(self) -> None:
+        """Hold the process right after update K until the verifier releases it (observation.PAUSE): the marker says
+        so; the trainer's signal handlers run meanwhile, between two sleeps, as between two updates."""
+        marker = Path(str(self.path).removesuffix(self.o.SUFFIX) + self.o.PAUSED)  # each rank's own
+        release = Path(self.base + self.o.RELEASE)
+        marker.write_text(str(self.update))
+        deadline = time.monotonic() + self.o.HOLD_AT_MOST
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def halt(self) -> None:
         """End the process just before update K+1's optimizer step: its inputs are recorded (the restore is checked

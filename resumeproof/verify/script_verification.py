@@ -4,13 +4,14 @@ The command line turns its outcome into an exit code, as for a protocol trainer.
 """
 
 from dataclasses import replace
+from pathlib import Path
 
 from rich.console import Console
 
 from resumeproof.common import observation
 from resumeproof.common.errors import refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, REPEAT, REPEATS
-from resumeproof.verify.judge import applies, recorded
+from resumeproof.verify.judge import applies, preemption, recorded
 from resumeproof.verify.judge import script as script_judge
 from resumeproof.verify.plan import checkpoints
 from resumeproof.verify.plan import script as script_plan
@@ -40,6 +41,7 @@ def verify(s: Settings, out: Console) -> Verification:
         trajectories += [script_plan.reference(s, name) for name in REPEATS[1:]]  # the spread, measured
         error = _run(s, trajectories, out)
     records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
+    records |= _courses(s, trajectories, records)
     written = {t.name: said for t in trajectories if t.left and (said := inputs.changed([t.left]))}
     error = next(iter(written.values()), None) or error  # a resume wrote its input: the likely cause of any failure
     if error is None:  # digests compare only between records made with the same fingerprints
@@ -63,6 +65,19 @@ def _run(s: Settings, trajectories: list[Trajectory], out: Console) -> str | Non
     accept, launcher = (lambda done: script_plan.accept(s, done)), launcher_for(s.launch, s.output / LAUNCHES)
     terminal.run_live(out, trajectories, s.jobs, s.timeout, accept, resumes, launcher, reuse.reuser(s))
     return first_error(trajectories)
+
+
+def _courses(s: Settings, trajectories: list[Trajectory], records: script_judge.Records) -> script_judge.Records:
+    """A preempted job's course read off its records (verify/judge/preemption.py), kept with the job's record; its
+    restart's records, by their own name."""
+    restarts: dict[str, script_judge.Observed] = {}
+    for t in trajectories:
+        if t.preempted is not None and t.observe is not None and t.name in records:
+            base = observation.restarted(str(t.observe.record), {observation.RESTART_ENV: "1"})
+            restart = observation.read_all(Path(base))
+            t.preempted = preemption.course(t.preempted, records[t.name], restart or None, s.steps)
+            restarts |= {preemption.RESTART: restart} if restart else {}
+    return restarts
 
 
 def _inferred(s: Settings, continuous: Trajectory) -> tuple[Settings, str | None]:

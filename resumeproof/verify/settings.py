@@ -97,8 +97,6 @@ class Settings:
         _check_reuse(self)
         if self.script:
             _check_script(self)
-            if self.launch.preempt is not None:
-                raise SettingsError("--preempt", "not built yet with --observe (docs/cluster.md)")
         else:
             _check_parts(self.faults)
             _check_not_from_run(self.resume_from_run)

@@ -61,7 +61,11 @@ def test_a_restart_that_loses_the_generators_differs_and_names_the_random_state(
     [
         ("requeue", "auto_starts_over.py", "was started over: its restart began again from update 0, not from update"),
         ("requeue", "auto_replays.py", "was replayed: its restart went on from update 2, an older checkpoint than"),
-        ("signal", "auto_never_requeues.py", "was never requeued: no process stopped on its --signal USR1"),
+        (
+            "signal",
+            "auto_never_requeues.py",
+            "was never requeued: no process stopped on its --signal USR1: it ran on to its end",
+        ),
     ],
 )
 def test_each_broken_course_gets_its_own_verdict_and_its_end_is_judged_too(

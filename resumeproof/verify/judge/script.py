@@ -14,11 +14,12 @@ from dataclasses import replace
 from typing import TypeVar
 
 from resumeproof.common import observation
-from resumeproof.common.protocol import CONTINUOUS, REPEAT, REPEATS, CheckKind
-from resumeproof.verify.judge import first_update, recorded, recorded_tiers
+from resumeproof.common.protocol import CONTINUOUS, PREEMPTED, REPEAT, REPEATS, CheckKind
+from resumeproof.verify.judge import first_update, preemption, recorded, recorded_tiers
 from resumeproof.verify.judge.findings import Check, Determinism, Evaluated, Fault, Resume
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.plan.expectation import Expect, Expectation
+from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.settings import Settings
 
@@ -33,8 +34,10 @@ def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) 
     continuous = records[CONTINUOUS]
     determinism, check = recorded.determinism(continuous, records[REPEAT], s.atol)
     held = judged(trajectories)
+    preempted = [t.preempted for t in trajectories if t.preempted is not None]
     if all(name in records for name in REPEATS[1:]) and determinism.deterministic is False:
-        return _within_spread(records, held, determinism, check)
+        spread = _within_spread(records, held, determinism, check)
+        return replace(spread, checks=spread.checks + _preempted(preempted, records, spread))
     checks: list[Check] = [check]
     resumes: dict[str, Resume] = {}
     negative, faults = None, dict[str, Fault]()
@@ -66,14 +69,40 @@ def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) 
             control, check = recorded.negative(continuous, run, full, step, s.atol)
             negative, check = _inputs_only(exact, before, run, step, control, check)
         checks.append(check)
-    return Evaluated(checks=checks, resumes=resumes, negative=negative, faults=faults, determinism=determinism)
+    evaluated = Evaluated(checks=checks, resumes=resumes, negative=negative, faults=faults, determinism=determinism)
+    return replace(evaluated, checks=checks + _preempted(preempted, records, evaluated, s.atol))
+
+
+def _preempted(preempted: list[Preempted], records: Records, judged: Evaluated, atol: float = 0.0) -> list[Check]:
+    """A preempted job's course, and where its restart went on from, every update after it against the continuous
+    run: bit for bit, or within the measured spread where the script differs from itself. Its `Resume` joins the
+    others in `judged`."""
+    checks = []
+    for p in preempted:
+        checks.append(preemption.check(p))
+        restart = records.get(preemption.RESTART)
+        if restart is None or not p.resumed_from:
+            continue
+        k, continuous = p.resumed_from[0], records[CONTINUOUS]
+        if judged.determinism.within_spread:
+            assert judged.determinism.spread is not None
+            judged.resumes[PREEMPTED], check = recorded_tiers.resume(
+                judged.determinism.spread, continuous, restart, k, PREEMPTED, None
+            )
+        elif judged.determinism.deterministic:
+            judged.resumes[PREEMPTED], check = recorded.resume(continuous, restart, k, PREEMPTED, atol)
+        else:
+            continue
+        checks.append(check)
+    return checks
 
 
 def judged(trajectories: Sequence[Trajectory]) -> list[tuple[Trajectory, Expectation]]:
     """The resumes the plan expects something of, in the order their checks are reported: every full resume (in the
     order of their interrupted runs), then the negative control, then the faults."""
     order = {t.name: n for n, t in enumerate(trajectories)}
-    held = [(t, t.expectation) for t in trajectories if t.expectation is not None and t.expectation.makes_check]
+    expect = [(t, t.expectation) for t in trajectories if t.preempt is None and t.expectation is not None]
+    held = [(t, e) for t, e in expect if e.makes_check]  # a preempted job is judged by its course (`_preempted`)
     rank = {CheckKind.RESUME: 0, CheckKind.NEGATIVE_CONTROL: 1, CheckKind.FAULT: 2}
     return sorted(held, key=lambda te: (rank[te[1].id.kind], order[te[0].after[0]]))
 

@@ -17,12 +17,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resumeproof.common import observation
-from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG, CheckId, CheckKind
+from resumeproof.common.protocol import (
+    CONTINUOUS,
+    FAULT_PREFIX,
+    PREEMPTED,
+    REPEAT,
+    RESUMED_NO_RNG,
+    CheckId,
+    CheckKind,
+)
 from resumeproof.verify.plan import checkpoints
 from resumeproof.verify.plan.expectation import Expect, Expectation
 from resumeproof.verify.plan.points import Epochs
 from resumeproof.verify.plan.trainer import OBSERVED, point_names
 from resumeproof.verify.run import inputs
+from resumeproof.verify.run.launch import Preempt
 from resumeproof.verify.run.trajectories import Observe, Trajectory, TrajectoryError
 from resumeproof.verify.settings import CHECKPOINT, EPOCH, RUN, RUN_EPOCHS, STEPS, Settings, primary_first
 
@@ -86,8 +95,29 @@ def checkpoint_of(s: Settings, run: Path, step: int) -> Path:
 
 def build(s: Settings) -> list[Trajectory]:
     """The continuous run, its repeat (determinism before diagnosis), and one interrupted run per point; the
-    resumes follow each interrupted run once its checkpoint is known (`resumes`)."""
-    return [reference(s, CONTINUOUS), reference(s, REPEAT), *interrupted(s)]
+    resumes follow each interrupted run once its checkpoint is known (`resumes`). With --preempt, the job Slurm
+    preempts (`preempted`)."""
+    return [
+        reference(s, CONTINUOUS),
+        reference(s, REPEAT),
+        *interrupted(s),
+        *([preempted(s)] if s.launch.preempt else []),
+    ]
+
+
+def preempted(s: Settings) -> Trajectory:
+    """--preempt: --train-cmd as the job a user submits, in a `{run}` of its own that it must resume from by itself
+    once Slurm restarts it. The observer records every update of each start (a restart into a file of its own) and
+    holds the first start right after update k while Slurm preempts it; where the restart went on from is read off
+    its first update (verify/judge/preemption.py), and every update after it is held against the continuous run."""
+    base = s.output / OBSERVED / PREEMPTED
+    watch = Observe(base, f"1-{s.steps}", values=s.atol > 0, pause=s.primary)
+    t = _trajectory(s, PREEMPTED, s.train_cmd, watch)
+    t.preempt = Preempt(s.launch.preempt or "", s.primary, s.launch.slurm_signal, held=base)
+    check = CheckId(kind=CheckKind.RESUME, trajectory=PREEMPTED)
+    name = f"{PREEMPTED} (by {s.launch.preempt} after update {s.primary}, restarted by Slurm): concordant"
+    t.expectation = Expectation(kind=Expect.CONCORDANT, id=check, name=name, resumed_at=s.primary)
+    return t
 
 
 def reference(s: Settings, name: str) -> Trajectory:

@@ -37,6 +37,7 @@ class Observe:
     stop: tuple[str, int] | None = None  # end the process after update K (observation.STOP_ENV)
     block: tuple[str, ...] = ()  # the restores to make no-ops (observation.BLOCK_ENV)
     values: bool = False  # keep the compared state by value too, for a tolerance (observation.VALUES_ENV)
+    pause: int | None = None  # a preempted job's first start: held after update K for Slurm (observation.PAUSE)
 
 
 class TrajectoryError(ResumeproofError):
@@ -75,9 +76,8 @@ class Trajectory:
         if self.observe is None:
             return None
         watch = self.observe
-        return observation.environment(
-            dict(os.environ), watch.record, watch.updates, watch.stop, watch.block, watch.values
-        )
+        stop = (observation.PAUSE, watch.pause) if watch.pause is not None else watch.stop
+        return observation.environment(dict(os.environ), watch.record, watch.updates, stop, watch.block, watch.values)
 
     def elapsed(self) -> float:
         if self.seconds is not None:

@@ -43,8 +43,8 @@ def test_a_job_restarted_once_from_where_it_stopped_passes_with_the_update_it_we
     [
         pytest.param(
             replace(RAN_ONCE, stopped_after=None, stopped_by=None),
-            "never requeued: no process stopped on its --signal USR1 (no stop in its loss.jsonl; "
-            "Slurm: job 7 COMPLETED, Restarts=0)",
+            "never requeued: no process stopped on its --signal USR1: it ran on to its end "
+            "(Slurm: job 7 COMPLETED, Restarts=0)",
             id="signal-reached-no-process-that-stopped",
         ),
         pytest.param(
@@ -55,7 +55,7 @@ def test_a_job_restarted_once_from_where_it_stopped_passes_with_the_update_it_we
         ),
         pytest.param(
             replace(RAN_ONCE, how="requeue", stopped_by="SIGTERM", state="FAILED"),
-            "never restarted: its process stopped after update 4 and Slurm did not start it again "
+            "never restarted: its process stopped on SIGTERM after update 4 and Slurm did not start it again "
             "(Slurm: job 7 FAILED, Restarts=0)",
             id="requeue-not-restarted",
         ),
@@ -78,8 +78,8 @@ def test_a_job_restarted_once_from_where_it_stopped_passes_with_the_update_it_we
         ),
         pytest.param(
             replace(RESUMED, resumed_from=()),
-            "its restart logged no start in its run folder: it did not go on where it stopped "
-            "(Slurm: job 7 COMPLETED, Restarts=1)",
+            "its restart went on from no update of its first start (no start logged in its run folder, or weights "
+            "that no update left) (Slurm: job 7 COMPLETED, Restarts=1)",
             id="restart-elsewhere",
         ),
     ],

@@ -20,11 +20,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import losslog
+from resumeproof.common import losslog, observation
 from resumeproof.verify.run.launch import job
 from resumeproof.verify.run.launch.seam import REQUEUE, SIGNAL, Launch, LaunchError, Preempt
 
 POLL = 0.2  # seconds between two looks at the job and its loss.jsonl
+GRACE = 2.0  # seconds a held script stays held once Slurm was told: its signal lands between two updates
 MOST_RESTARTS = 3  # a job Slurm restarted more often than this is cancelled: one restart is what was asked for
 ENDED = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "TIMEOUT"}
 LEFT = "LEFT_THE_QUEUE"  # scontrol no longer knows the job (MinJobAge passed): its end state is unknown
@@ -105,6 +106,8 @@ class Preempter:
         finally:
             with self._lock:
                 self._jobs.discard(job_id)
+            if plan.held is not None:  # never leave a process held, whatever happened
+                _release_hold(plan.held)
 
     def close(self) -> None:
         self._closed.set()
@@ -135,13 +138,17 @@ class Preempter:
         """Preempt the job once update `plan.at` is logged, release each requeue's hold, and wait for an end that
         follows the last restart (a state read between a requeue and the restart says nothing of the restart)."""
         delivered: int | None = None
-        held_at, holds, cancelled = 0, list[str](), False
+        held_at, holds, cancelled, release_at = 0, list[str](), False, None
         while True:
             fields = shown(job_id)
             state, restarts = fields.get("JobState", LEFT), int(fields.get("Restarts", "0"))
-            if delivered is None and state == "RUNNING" and last_update(output) >= plan.at:
-                delivered = last_update(output)
+            if delivered is None and state == "RUNNING" and (reached := _reached(output, plan)) is not None:
+                delivered = reached
                 _preempt(job_id, plan)
+                release_at = time.monotonic() + GRACE
+            if plan.held is not None and release_at is not None and time.monotonic() >= release_at:
+                _release_hold(plan.held)
+                release_at = None
             if state == "PENDING" and restarts > held_at:
                 held_at = restarts
                 holds.append(_release(job_id))
@@ -155,7 +162,10 @@ class Preempter:
                 _slurm("scancel", job_id)
                 raise LaunchError(f"job {job_id} {'cancelled' if self._closed.is_set() else 'timed out'}")
             time.sleep(POLL)
-        if delivered is None:  # nothing was preempted: there is no course to judge
+        if delivered is None and plan.held is not None:  # nothing was preempted: there is no course to judge
+            said = f"its first start never reached update {plan.at} (the observer's records: {plan.held}*)"
+            raise LaunchError(f"job {job_id} ended ({state}) before update {plan.at}: {said}; nothing was preempted")
+        if delivered is None:
             logged = f"{output / losslog.NAME} logged update {last_update(output)}"
             raise LaunchError(
                 f"job {job_id} ended ({state}) before update {plan.at} was logged ({logged}): nothing "
@@ -199,6 +209,20 @@ def shown(job_id: str) -> dict[str, str]:
     """`scontrol show job`'s fields ({} once Slurm no longer knows the job)."""
     done = _slurm("scontrol", "show", "job", job_id, "--oneliner")
     return dict(field.split("=", 1) for field in done.stdout.split() if "=" in field) if done.returncode == 0 else {}
+
+
+def _reached(output: Path, plan: Preempt) -> int | None:
+    """The update the job's first start is at once it has made update `plan.at`: held there by the observer (a
+    script's), or logged in its loss.jsonl (a protocol trainer's); None before."""
+    if plan.held is not None:
+        marker = next(plan.held.parent.glob(f"{plan.held.name}*{observation.PAUSED}"), None)
+        return int(marker.read_text() or plan.at) if marker is not None else None
+    logged = last_update(output)
+    return logged if logged >= plan.at else None
+
+
+def _release_hold(held: Path) -> None:
+    Path(f"{held}{observation.RELEASE}").touch()
 
 
 def last_update(output: Path) -> int:

@@ -77,6 +77,9 @@ class Preempt:
     how: str
     at: int
     signal: SlurmSignal = SlurmSignal("USR1")
+    # A script's (--observe): the observer's record base, whose first start the observer holds right after update
+    # `at` (observation.PAUSE) until released; None: a protocol trainer, followed by the updates its loss.jsonl logs.
+    held: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
