@@ -19,6 +19,9 @@ Flags: `--iters N`, `--out DIR`, `--resume CKPT` (else the newest `DIR/ckpt_*.pt
 - `rng`: the global generator is not set back. True cause: dropout draws other masks after the restart.
 - `epoch`: the epoch's cursor is not set back. True cause: the restart begins its epoch again, feeding the first
   batches of the permutation a second time.
+- `counter`: the iteration count comes back one behind the weights, as where the checkpoint is written inside the
+  signal handler, after the step and before the count. True cause: the restart makes one update more than was left,
+  each the continuous run's.
 - `new-folder`: the restart writes into a folder of its own (`DIR-restart-N`), as where each launch gets a new one.
   True cause: it finds no checkpoint there and starts over from iteration 0.
 - `no-requeue`: the signal stops the run, and nothing requeues the job. True cause: the job ends, never restarted.
@@ -38,7 +41,7 @@ p.add_argument("--iters", type=int, default=10, help="iterations in all")
 p.add_argument("--out", required=True, help="where ckpt_{iter}.pt goes, and what a restart resumes from")
 p.add_argument("--resume", default=None, help="a ckpt_*.pt to resume from (default: the newest in --out)")
 p.add_argument("--requeue-on", default=None, help="a signal (USR1) on which to stop and requeue the Slurm job")
-p.add_argument("--bug", choices=("rng", "epoch", "new-folder", "no-requeue"), help="restart with this bug")
+p.add_argument("--bug", choices=("rng", "epoch", "counter", "new-folder", "no-requeue"), help="restart with this bug")
 args = p.parse_args()
 
 restarted = bool(os.environ.get("SLURM_RESTART_COUNT"))
@@ -67,7 +70,7 @@ if resume:
     ckpt = torch.load(resume, weights_only=True)
     model.load_state_dict(ckpt["model"])
     optimizer.load_state_dict(ckpt["optimizer"])
-    done, order = ckpt["iter"], ckpt["order"]
+    done, order = ckpt["iter"] - (bug == "counter"), ckpt["order"]
     cursor = 0 if bug == "epoch" else ckpt["cursor"]
     shuffle.set_state(ckpt["shuffle"])
     if bug != "rng":

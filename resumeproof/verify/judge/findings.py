@@ -21,6 +21,7 @@ UNKNOWN = "unknown"  # a diagnosis that names no part: here is the evidence inst
 DIRECT = "first-update"  # the rule of a diagnosis read off the first resumed update itself (judge/first_update.py)
 SECOND = "second-update"  # read off the second resumed update, the first one the same in every input and output
 RESTORED = "restore"  # the rule of a diagnosis read off a resume of 0 updates against what was saved (summary_tiers)
+COUNTED = "update-count"  # every update a resume made is the continuous run's, but not as many as were left
 OUTSIDE_SPREAD = "outside-spread"  # a trajectory outside the measured spread, its restore exact: no part named
 # A run that blocked nothing (`verify --observe`): the script never called what its negative control or fault makes a
 # no-op, so it could show nothing either way; it neither passes as caught nor fails (docs/checks.md).
@@ -55,7 +56,7 @@ class Diagnosis:
         resumed update or of the restore, "likely lost X" where the runs' files point to it, else "cause unknown"."""
         if not self.lost:
             return "cause unknown"
-        return f"lost {self.named}" if self.rule in (DIRECT, SECOND, RESTORED) else f"likely lost {self.named}"
+        return f"lost {self.named}" if self.rule in (DIRECT, SECOND, RESTORED, COUNTED) else f"likely lost {self.named}"
 
     def sentence(self) -> str:
         """The one way a diagnosis is said, wherever it is shown: direct evidence of the first resumed update

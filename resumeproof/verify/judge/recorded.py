@@ -18,7 +18,16 @@ from resumeproof.common import observation as o
 from resumeproof.common import protocol
 from resumeproof.common.protocol import FAULT_PREFIX, REPEAT, RESUMED_NO_RNG, CheckId, CheckKind
 from resumeproof.verify.judge import applies, first_update
-from resumeproof.verify.judge.findings import CONCORDANT, DIVERGENT, Check, Determinism, Diagnosis, Fault, Resume
+from resumeproof.verify.judge.findings import (
+    CONCORDANT,
+    COUNTED,
+    DIVERGENT,
+    Check,
+    Determinism,
+    Diagnosis,
+    Fault,
+    Resume,
+)
 
 Observed = Mapping[int | None, o.Observation]
 COMPARED = ((o.LOSS, o.DIGEST), (o.STEP, o.OPTIMIZER), (o.AFTER, o.PARAMS))  # an update's outcome
@@ -58,6 +67,7 @@ class Compared:
         self.mismatches, self.loss_deviation, self.compared, self.atol = 0, 0.0, 0, atol
         self.state_deviation: float | None = 0.0  # the largest the values show; None where a state differed unseen
         self.differing: set[tuple[str, str]] = set()  # the fields that differ at some update
+        self.counted: tuple[int, int] | None = None  # (updates it ran, updates that were left) where they differ
         for rank, mine in continuous.items():
             theirs = other.get(rank)
             for n in sorted(u for u in mine.updates if u > k):
@@ -78,6 +88,7 @@ class Compared:
             if left is not None and ran is not None and ran != left:  # its step count was not where it stopped
                 self.mismatches += 1
                 self.first = self.first or f"updates{_rank(rank)}: ran {ran} where {left} were left"
+                self.counted = self.counted or (ran, left)
 
     def _within(self, gap: float | None, field: tuple[str, str]) -> bool:
         """Whether a field whose digests differ is equal within the tolerance; a state's gap counts either way."""
@@ -184,6 +195,8 @@ def only_drawn(generators: Any, drawn: set[tuple[str, str]]) -> Any:
 def resume(continuous: Observed, resumed: Observed, k: int, name: str, atol: float = 0.0) -> tuple[Resume, Check]:
     found = Compared(continuous, resumed, k, COMPARED, atol)
     why = None if found.same else first_update.diagnose(continuous, resumed, k, _parts(continuous))
+    if not found.same and found.first_step is None and found.counted is not None and (why is None or not why.lost):
+        why = _counted(k, *found.counted)
     entry = _entry(found, why)
     check = Check(
         id=CheckId(kind=CheckKind.RESUME, trajectory=name),
@@ -196,6 +209,22 @@ def resume(continuous: Observed, resumed: Observed, k: int, name: str, atol: flo
         first_update=found.first_step,
     )
     return entry, check
+
+
+def _counted(k: int, ran: int, left: int) -> Diagnosis:
+    """A resume whose every update is the continuous run's, but which made another number of them than were left:
+    the count its run length reads (its step counter) was not restored with the rest, so it stops elsewhere."""
+    how = f"{abs(ran - left)} {'behind' if ran > left else 'ahead of'} its state"
+    return Diagnosis(
+        lost=(protocol.PROGRESS,),
+        rule=COUNTED,
+        step=k + min(ran, left) + 1,
+        evidence=f"updates: ran {ran} where {left} were left",
+        explanation=(
+            f"every update it made equals the continuous run's, but it made {ran} where {left} were left after update "
+            f"{k}: its count of updates done came back {how}, so its run ends elsewhere"
+        ),
+    )
 
 
 def negative(

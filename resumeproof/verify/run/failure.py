@@ -18,6 +18,7 @@ from pathlib import Path
 TAIL = 64 * 1024  # bytes of the log read from its end
 _DECORATION = re.compile(r"[=\-*_~#\s]*")
 _GLOG = re.compile(r"[WEIF]\d{4} \d\d:\d\d:\d\d")  # torchrun's own log lines
+_SLURM = re.compile(r"(?:srun|slurmstepd(?:-\S+)?): ")  # Slurm's own lines in a job's output ("srun: error: ...")
 _ENTRY = re.compile(
     r"host\s*:\s*(?P<host>\S+)\s*\n\s*rank\s*:\s*(?P<rank>\d+)\s*\(local_rank:\s*(?P<local>\d+)\)\s*\n"
     r"\s*exitcode\s*:\s*(?P<code>-?\d+)\s*\(pid:\s*(?P<pid>\d+)\)"
@@ -74,12 +75,13 @@ def _launch(text: str, exits: list[Exit]) -> str:
 
 
 def _last(lines: list[str]) -> str:
-    """The last line that says something: not blank, not a rule of `=` or `-`, not a launcher's log line."""
+    """The last line that says something: not blank, not a rule of `=` or `-`, not a launcher's log line (torchrun's,
+    or Slurm's in a job's output, unless nothing else was said)."""
     for line in reversed(lines):
         line = line.strip()
-        if line and not _DECORATION.fullmatch(line) and not _GLOG.match(line):
+        if line and not _DECORATION.fullmatch(line) and not _GLOG.match(line) and not _SLURM.match(line):
             return line
-    return ""
+    return next((line.strip() for line in reversed(lines) if _SLURM.match(line.strip())), "")
 
 
 def _signal(number: int) -> str:

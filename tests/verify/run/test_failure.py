@@ -70,3 +70,10 @@ def test_a_plain_process_is_quoted_by_its_last_line_that_says_something(tmp_path
     assert said(tmp_path, "starting\nmy_train.py: error: no such file data.csv" + tail) == (
         "my_train.py: error: no such file data.csv"
     )
+
+
+def test_a_jobs_own_error_is_quoted_before_the_lines_slurm_adds_to_its_output(tmp_path):
+    """A job's output ends with srun's and slurmstepd's words on the task's exit: the trainer's line says why."""
+    slurm = "\nsrun: error: n2: task 0: Exited with exit code 1\nslurmstepd-n2: error: *** STEP 8.0 CANCELLED ***\n"
+    assert said(tmp_path, "RuntimeError: config.yaml exists" + slurm) == "RuntimeError: config.yaml exists"
+    assert said(tmp_path, slurm) == "slurmstepd-n2: error: *** STEP 8.0 CANCELLED ***"  # nothing else was said
