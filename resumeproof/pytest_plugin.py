@@ -104,7 +104,7 @@ def resume_verification(tmp_path: Path) -> Callable[..., Outcome]:
     allow_unsafe_pickle=[...], check_cadence=True, require_deterministic=True, atol=, timeout=, jobs= (default:
     cores / xdist workers), cwd= (where the command runs; default: the current directory); for a script as it is,
     observe=True with resume_cmd=, checkpoint=, and preset= or stop= (docs/observe.md); on a cluster, launcher="slurm"
-    or "ray" with its slurm_*= or ray_*= options (docs/cluster.md)."""
+    or "ray" with its slurm_*= or ray_*= options, and preempt="signal" or "requeue" (docs/cluster.md)."""
     runs = itertools.count()
 
     def run(train_cmd: str, *, cwd: str | Path | None = None, extra: Sequence[str] = (), **options: Any) -> Outcome:

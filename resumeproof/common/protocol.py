@@ -104,6 +104,13 @@ def fed_name(resume: str) -> str:
 
 CADENCE = "continuous-every-1"  # writes a checkpoint after every step: must not disturb the run
 PREEMPTED = "preempted"  # --preempt: one job Slurm preempts and restarts; it resumes itself in its own folder
+
+
+def preempted_fault(part: str) -> str:
+    """--preempt with --faults: the job Slurm preempts, its restart told to omit `part`: `preempted-fault-model`."""
+    return f"{PREEMPTED}-{FAULT_PREFIX}{part}"
+
+
 FAULT_PREFIX, CHAIN_PREFIX = "fault-", "chain"
 # The branches `resumeproof fork` always runs besides the user's (docs/fork.md): without overrides, and its repeat.
 CONTROL, CONTROL_REPEAT = "control", "control-repeat"

@@ -151,8 +151,8 @@ def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], prim
 def _without_one_part(trajectories: list[Trajectory], primary: int) -> list[tuple[str, str]]:
     """The resumes from the primary point without one part, a probe's or a fault's: (trajectory, part). The flat
     file's fault resumes from another file, not without a part: it is no probe."""
-    kinds = (Expect.PROBE, Expect.DIVERGENT)
-    expected = [(t.name, t.expectation) for t in trajectories if t.expectation is not None]
+    kinds = (Expect.PROBE, Expect.DIVERGENT)  # a preempted job's restart went on from where it says: no probe
+    expected = [(t.name, t.expectation) for t in trajectories if t.expectation is not None and t.preempt is None]
     return [
         (name, e.part)
         for name, e in expected

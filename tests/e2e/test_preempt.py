@@ -19,20 +19,24 @@ pytestmark = pytest.mark.xdist_group("preempt")  # one worker, one cluster
 ARGS = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")
 
 
-def preempted(tmp_path_factory, cluster, how: str, trainer: str | None = None):
+def preempted(tmp_path_factory, cluster, how: str, trainer: str | None = None, *extra: str):
     """A verification with `--preempt how`: its process, verification.json, the preempted trajectory's record and
     its checks by kind."""
     command = () if trainer is None else ("--train-cmd", f"{sys.executable} -B {TRAINERS / trainer}")
     name = f"{how}-{trainer or 'train'}"
-    proc, doc, _ = through_slurm(tmp_path_factory, name, *ARGS, *command, "--preempt", how, cluster=cluster)
+    proc, doc, _ = through_slurm(tmp_path_factory, name, *ARGS, *command, "--preempt", how, *extra, cluster=cluster)
     record = doc["trajectories"]["preempted"]
     checks = {c["kind"]: c for c in doc["checks"] if c["trajectory"] == "preempted"}
     return proc, doc, record, checks
 
 
-@pytest.mark.parametrize(("how", "signal"), [("signal", "SIGUSR1"), ("requeue", "SIGTERM")])
-def test_train_py_preempted_by_slurm_resumes_where_it_stopped_and_passes(tmp_path_factory, slurm_cluster, how, signal):
-    proc, doc, record, checks = preempted(tmp_path_factory, slurm_cluster, how)
+@pytest.mark.parametrize(
+    ("how", "signal", "faults"), [("signal", "SIGUSR1", ()), ("requeue", "SIGTERM", ("--faults", "optimizer"))]
+)
+def test_train_py_preempted_by_slurm_resumes_where_it_stopped_and_passes(
+    tmp_path_factory, slurm_cluster, how, signal, faults
+):
+    proc, doc, record, checks = preempted(tmp_path_factory, slurm_cluster, how, None, *faults)
     assert proc.returncode == 0, proc.stdout[-2000:]
     p = record["preemption"]
     assert (p["how"], p["state"], p["restarts"], p["stopped_by"]) == (how, "COMPLETED", 1, signal)
@@ -43,6 +47,15 @@ def test_train_py_preempted_by_slurm_resumes_where_it_stopped_and_passes(tmp_pat
     assert checks["resume"]["resumed_at"] == p["stopped_after"]
     said = f"(the job Slurm preempted among them, restarted from update {p['stopped_after']})"
     assert said in doc["verdict"]["line"] and doc["verdict"]["line"].startswith("PASSED: every resume concordant")
+    if faults:  # the restarted process gets its fault: the same job, its restart told to omit the optimizer
+        fault = doc["faults"]["preempted-fault-optimizer"]
+        assert (
+            fault["detected"] and fault["diagnosis"]["lost"] == "optimizer" and doc["faults"]["optimizer"]["detected"]
+        )
+        courses = [c for c in doc["checks"] if c["kind"] == "preemption"]
+        assert {c["trajectory"] for c in courses} == {"preempted", "preempted-fault-optimizer"}
+        assert all(c["passed"] for c in courses)
+        assert doc["verdict"]["line"].endswith("all 2 faults caught (1 of them in a job Slurm restarted)")
 
 
 def test_a_restart_that_loses_the_generators_differs_and_names_the_random_state(tmp_path_factory, slurm_cluster):

@@ -278,9 +278,3 @@ def test_a_slurm_signal_no_process_could_catch_or_sbatch_read_is_one_line_naming
     assert refused.value.flag == "--slurm-signal" and repr(given) in str(refused.value)
     args = ("--launcher", "slurm", "--preempt", "signal", "--slurm-signal", given)
     assert "--slurm-signal: " in refused_by_the_command(tmp_path, "verify", *args)
-
-
-def test_preempting_an_observed_script_is_refused_as_not_built_yet(tmp_path):
-    args = (*SCRIPT, "--checkpoint", "{run}/c.pt", "--launcher", "slurm", "--preempt", "signal")
-    said = refused_by_the_command(tmp_path, "verify", *args)
-    assert "--preempt: not built yet with --observe" in said

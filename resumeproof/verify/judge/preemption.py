@@ -25,13 +25,13 @@ Observed = dict[int | None, observation.Observation]
 RESTART = observation.restarted(PREEMPTED, {observation.RESTART_ENV: "1"})  # the restart's records, by this name
 
 
-def check(p: Preempted) -> Check:
-    """Whether the job was restarted once and went on from where it stopped."""
+def check(p: Preempted, trajectory: str = PREEMPTED) -> Check:
+    """Whether the job (of `trajectory`) was restarted once and went on from where it stopped."""
     said = failure(p)
-    name = f"{PREEMPTED}: preempted by {_how(p)} after update {p.at}, restarted once by Slurm from where it stopped"
+    name = f"{trajectory}: preempted by {_how(p)} after update {p.at}, restarted once by Slurm from where it stopped"
     resumed = p.resumed_from[0] if p.resumed_from else None
     return Check(
-        id=CheckId(kind=CheckKind.PREEMPTION, trajectory=PREEMPTED),
+        id=CheckId(kind=CheckKind.PREEMPTION, trajectory=trajectory),
         name=name,
         passed=said is None,
         detail=said,

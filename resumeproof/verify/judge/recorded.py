@@ -195,8 +195,10 @@ def only_drawn(generators: Any, drawn: set[tuple[str, str]]) -> Any:
 def resume(continuous: Observed, resumed: Observed, k: int, name: str, atol: float = 0.0) -> tuple[Resume, Check]:
     found = Compared(continuous, resumed, k, COMPARED, atol)
     why = None if found.same else first_update.diagnose(continuous, resumed, k, _parts(continuous))
-    if not found.same and found.first_step is None and found.counted is not None and (why is None or not why.lost):
-        why = _counted(k, *found.counted)
+    if found.counted is not None and (why is None or not why.lost):
+        ran, left = found.counted
+        if found.first_step is None or found.first_step > k + ran:  # only the updates it never made differ
+            why = _counted(k, ran, left)
     entry = _entry(found, why)
     check = Check(
         id=CheckId(kind=CheckKind.RESUME, trajectory=name),

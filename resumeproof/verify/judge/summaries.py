@@ -57,7 +57,7 @@ def evaluate(
     held = {t.name: _hold(t, against) for t in judged}
     unusable = finite.unusable(cont, parts)  # not finite where an output is read: fails, whatever matched
     checks = [*(c for h in held.values() for c in (h.restore, h.check) if c), finite.check(unusable)]
-    checks += [preemption.check(t.preempted) for t in trajectories if t.preempted is not None]
+    checks += [preemption.check(t.preempted, t.name) for t in trajectories if t.preempted is not None]
     if det.repeated or det.deterministic is False:
         checks.append(_determinism_check(det))
     negative = next((h.negative for h in held.values() if h.negative is not None), None)
@@ -139,7 +139,8 @@ def _fault(t: Trajectory, e: Expectation, a: Against) -> Held:
         diagnosis=why,
         identical_to_full_resume=identical(a.summaries[RESUMED], other),
     )
-    return Held(check=_check(e, passed, result, why), fault=(e.part or "", fault), nonfinite=tuple(result.nonfinite))
+    key = t.name if t.preempt is not None else e.part or ""  # a preempted job's restart without it: its own entry
+    return Held(check=_check(e, passed, result, why), fault=(key, fault), nonfinite=tuple(result.nonfinite))
 
 
 def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: Summary) -> Diagnosis | None:

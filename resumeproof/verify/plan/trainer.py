@@ -121,26 +121,37 @@ def build(s: Settings, continuous: Trajectory | None = None) -> list[Trajectory]
     return plan
 
 
-def preempted(s: Settings) -> Trajectory:
+def preempted(s: Settings, part: str | None = None) -> Trajectory:
     """--preempt: the training command as the self-resuming job a user submits (`--resume auto --until-step N` in a
     folder of its own, and with `signal` its requeue on the job's signal), paced so that Slurm's preemption lands
-    right after update k (the primary point); Slurm restarts it, and its end must be the continuous run's."""
+    right after update k (the primary point); Slurm restarts it, and its end must be the continuous run's. With
+    `part` (--faults), the same job told to omit it, which only its restart can (`--omit`): it must diverge."""
     how, k = s.launch.preempt or "", s.primary
-    out = s.output / PREEMPTED
+    name = PREEMPTED if part is None else protocol.preempted_fault(part)
+    out = s.output / name
     argv = [*s.command, RESUME_FLAG, protocol.AUTO, protocol.UNTIL_STEP_FLAG, str(s.steps), OUTPUT_FLAG, str(out)]
     argv += [protocol.PACE_FLAG, str(PREEMPT_PACE)]
     if how == SIGNAL:
         argv += [protocol.REQUEUE_ON_FLAG, s.launch.slurm_signal.name]
-    check = CheckId(kind=CheckKind.RESUME, trajectory=PREEMPTED)
-    name = f"{PREEMPTED} (by {how} after update {k}, restarted by Slurm) concordant with continuous"
-    concordant = Expectation(kind=Expect.CONCORDANT, id=check, name=name, resumed_at=k)
-    log = s.output / "logs" / f"{PREEMPTED}.log"
+    by = f"by {how} after update {k}, restarted by Slurm"
+    if part is None:
+        check = CheckId(kind=CheckKind.RESUME, trajectory=name)
+        expect = Expectation(
+            kind=Expect.CONCORDANT, id=check, name=f"{name} ({by}) concordant with continuous", resumed_at=k
+        )
+    else:
+        argv.append(protocol.omit_token(part))
+        check = CheckId(kind=CheckKind.FAULT, trajectory=name, part=part)
+        said = f"{name} ({by}, without {part}) diverges"
+        expect = Expectation(kind=Expect.DIVERGENT, id=check, name=said, part=part, resumed_at=k)
+    log = s.output / "logs" / f"{name}.log"
     plan = Preempt(how, k, s.launch.slurm_signal)
-    return Trajectory(PREEMPTED, argv, out, log, expectation=concordant, reports_step=s.steps, preempt=plan)
+    return Trajectory(name, argv, out, log, expectation=expect, reports_step=s.steps, preempt=plan)
 
 
 def faults(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
-    """One resume from the primary point per omitted part; each must diverge."""
+    """One resume from the primary point per omitted part, and with --preempt one job Slurm preempts whose restart
+    omits it; each must diverge."""
     primary, rest = point_names(s.primary, True)[0], s.steps - s.primary
     out = []
     for part in parts:
@@ -156,6 +167,8 @@ def faults(s: Settings, parts: Sequence[str]) -> list[Trajectory]:
         else:
             extra = [*_resume(s, primary), protocol.omit_token(part)]
             out.append(_trajectory(s, check.trajectory or "", rest, None, fault, extra, primary))
+    if s.launch.preempt is not None:  # and the job Slurm preempts, its restart without each part
+        out += [preempted(s, part) for part in parts if part != FLAT]
     return out
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from resumeproof.common.protocol import CheckKind
+from resumeproof.common.protocol import PREEMPTED, CheckKind
 from resumeproof.verify.judge.findings import Check, Determinism, Diagnosis, Fault
 
 
@@ -116,7 +116,7 @@ def _passed(v: Verification) -> str:
 
 def _preempted(v: Verification) -> str:
     """The job Slurm preempted, where one was: restarted from which update."""
-    said = [c for c in v.of_kind(CheckKind.PREEMPTION) if c.passed]
+    said = [c for c in v.of_kind(CheckKind.PREEMPTION) if c.passed and c.id.trajectory == PREEMPTED]
     return "".join(f" (the job Slurm preempted among them, restarted from update {c.resumed_at})" for c in said)
 
 
@@ -124,7 +124,9 @@ def _faults_said(v: Verification) -> str:
     """The faults of a pass: all caught, and those that could not apply with the call the script never made."""
     unapplied = v.not_applicable
     caught = len(v.faults) - len(unapplied)
-    said = f", all {caught} faults{' that applied' if unapplied else ''} caught" if caught else ""
+    restarted = len(v.faults.keys() & {c.id.trajectory for c in v.of_kind(CheckKind.PREEMPTION)})
+    among = f" ({restarted} of them in a job Slurm restarted)" if restarted else ""
+    said = f", all {caught} faults{' that applied' if unapplied else ''} caught{among}" if caught else ""
     if unapplied:
         said += "; not applicable: " + ", ".join(f"{part} ({why})" for part, why in unapplied.items())
     return said
@@ -184,11 +186,13 @@ def _negative(c: Check, v: Verification) -> str:
 
 
 def _fault(c: Check, v: Verification) -> str:
-    fault = v.faults.get(c.id.part or "")
+    own = c.id.trajectory in v.faults  # a preempted job's restart without the part: keyed by its trajectory
+    fault = v.faults.get(c.id.trajectory or "") if own else v.faults.get(c.id.part or "")
     how = "did not differ at its restore nor beyond the spread" if v.determinism.within_spread else "did not diverge"
     said = [c.detail] if c.detail else []
     said += ["identical to the full resume"] if fault is not None and fault.identical_to_full_resume else []
-    return f"resume without {c.id.part} {how} ({'; '.join(said) or 'it equals the continuous run'})"
+    which = f"{c.id.trajectory}, the job Slurm restarted without {c.id.part}," if own else f"resume without {c.id.part}"
+    return f"{which} {how} ({'; '.join(said) or 'it equals the continuous run'})"
 
 
 def _finite(c: Check, v: Verification) -> str:

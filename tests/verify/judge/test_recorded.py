@@ -46,6 +46,25 @@ def test_a_resume_equal_at_every_update_after_k_passes_and_one_that_ran_too_long
     assert entry.max_state_deviation is None  # digests: how far, nobody knows
 
 
+def test_a_resume_of_the_right_updates_but_not_as_many_lost_its_count_of_updates_done():
+    """Rule update-count: every update it made is the continuous run's, only their number differs: its step counter
+    came back behind (it runs longer) or ahead (it stops early) of its weights."""
+    updates = {n - 3: update(loss=f"l{n}", params=f"p{n}", torch_state=f"t{n}") for n in range(4, 7)}
+    _, behind = judge.resume(CONTINUOUS, seen(updates, completed=4), 3, "preempted")
+    assert behind.diagnosis is not None and behind.diagnosis.lost == ("progress",)
+    assert behind.diagnosis.rule == "update-count" and behind.diagnosis.head == "lost progress"
+    assert "it made 4 where 3 were left after update 3: its count of updates done came back 1 behind its state" in (
+        behind.diagnosis.explanation
+    )
+    two = {n - 3: update(loss=f"l{n}", params=f"p{n}", torch_state=f"t{n}") for n in range(4, 6)}
+    _, ahead = judge.resume(CONTINUOUS, seen(two, completed=2), 3, "preempted")
+    assert ahead.diagnosis is not None and ahead.diagnosis.lost == ("progress",)
+    assert "came back 1 ahead of its state" in ahead.diagnosis.explanation
+    other = {**updates, 2: update(loss="another", params="p5", torch_state="t5")}  # an update differs too
+    _, differs = judge.resume(CONTINUOUS, seen(other, completed=4), 3, "preempted")
+    assert differs.diagnosis is None or differs.diagnosis.rule != "update-count"
+
+
 def test_the_restore_ignores_a_generator_nothing_draws_and_catches_one_that_is_drawn():
     interrupted = seen({3: update(torch_state="t3"), 4: update(torch_state="t4")}, completed=3)
     unused_differs = seen({1: update(torch_state="t4", python_state="another process's")})

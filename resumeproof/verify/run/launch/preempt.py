@@ -83,7 +83,7 @@ class Preempter:
     """Submits preempted trajectories' jobs to the cluster `launch` names; `close` cancels every one still known."""
 
     def __init__(self, launch: Launch, folder: Path) -> None:
-        self.launch_ = launch
+        self.asked = launch
         self.folder = folder
         self._jobs: set[str] = set()
         self._lock = threading.Lock()
@@ -123,12 +123,12 @@ class Preempter:
         options += [f"--output={str(log).replace('%', '%%')}", "--open-mode=append"]
         if plan.how == SIGNAL:
             options.append(f"--signal={plan.signal}")
-        if self.launch_.partition is not None:
-            options.append(f"--partition={self.launch_.partition}")
-        if self.launch_.minutes is not None:
-            options.append(f"--time={self.launch_.minutes}")
-        if self.launch_.gpus_per_node:
-            options.append(f"--gpus-per-node={self.launch_.gpus_per_node}")
+        if self.asked.partition is not None:
+            options.append(f"--partition={self.asked.partition}")
+        if self.asked.minutes is not None:
+            options.append(f"--time={self.asked.minutes}")
+        if self.asked.gpus_per_node:
+            options.append(f"--gpus-per-node={self.asked.gpus_per_node}")
         done = _slurm("sbatch", *options, str(script), env=env)
         if done.returncode != 0:
             raise LaunchError(f"could not be submitted: sbatch: {_said(done)}")
@@ -162,18 +162,23 @@ class Preempter:
                 _slurm("scancel", job_id)
                 raise LaunchError(f"job {job_id} {'cancelled' if self._closed.is_set() else 'timed out'}")
             time.sleep(POLL)
-        if delivered is None and plan.held is not None:  # nothing was preempted: there is no course to judge
-            said = f"its first start never reached update {plan.at} (the observer's records: {plan.held}*)"
-            raise LaunchError(f"job {job_id} ended ({state}) before update {plan.at}: {said}; nothing was preempted")
-        if delivered is None:
-            logged = f"{output / losslog.NAME} logged update {last_update(output)}"
-            raise LaunchError(
-                f"job {job_id} ended ({state}) before update {plan.at} was logged ({logged}): nothing "
-                "was preempted; --preempt follows the updates a trainer logs there (docs/cluster.md)"
-            )
+        if delivered is None:  # nothing was preempted: there is no course to judge
+            raise LaunchError(_not_preempted(job_id, state, output, plan))
         code, ran = int(fields.get("ExitCode", "0:0").split(":")[0]), tuple(job.started(str(starts)))
         slurm = Preempted(plan.how, str(plan.signal), plan.at, job_id, delivered, state, restarts, code, ran)
         return course(replace(slurm, holds=tuple(holds)), output)
+
+
+def _not_preempted(job_id: str, state: str, output: Path, plan: Preempt) -> str:
+    """Why a job that ended before update `plan.at` was never preempted, where its progress is read."""
+    if plan.held is not None:
+        said = f"its first start never reached update {plan.at} (the observer's records: {plan.held}*)"
+        return f"job {job_id} ended ({state}) before update {plan.at}: {said}; nothing was preempted"
+    logged = f"{output / losslog.NAME} logged update {last_update(output)}"
+    return (
+        f"job {job_id} ended ({state}) before update {plan.at} was logged ({logged}): nothing was preempted; "
+        "--preempt follows the updates a trainer logs there (docs/cluster.md)"
+    )
 
 
 def batch_script(argv: list[str], log: Path, starts: Path, plan: Preempt) -> str:
