@@ -1,9 +1,8 @@
-"""--requeue-on SIG (kit/requeue.py): a train.py job preempted on a real two-node Slurm (tests/slurm_cluster.py) the
-two ways a cluster does it, restarted by Slurm, ends bit for bit where the uninterrupted run ends.
-
-- its `--signal` (`scancel --signal=USR1`, what `#SBATCH --signal=USR1@90` sends before the time limit): the job
-  must save and requeue itself; without --requeue-on USR1 is a snapshot and the job is never requeued (the control);
-- `scontrol requeue` (what PreemptMode=REQUEUE does): SIGTERM, a checkpoint, Slurm queues the job again.
+"""--requeue-on SIG (kit/requeue.py) on a real two-node Slurm (tests/slurm_cluster.py): a job Slurm will not requeue
+says so in one line with its checkpoint written, and the flag is refused outside a Slurm job. That a train.py job
+preempted either way a cluster does it (its `--signal`, or `scontrol requeue`), restarted by Slurm, ends bit for bit
+where the uninterrupted run ends, and that without --requeue-on the signal is a snapshot and the job is never
+requeued (the control), is what `verify --preempt` judges: tests/e2e/test_preempt.py.
 
 Each job is the batch script a user writes: `#SBATCH --requeue`, train.py under srun, `--resume auto` in its own
 folder. The hold Slurm puts on a requeued job (its BeginTime) is released as soon as the job is pending again.
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from resumeproof.common import losslog
-from tests.helpers import REPO, TRAIN, assert_same_run, run_train
+from tests.helpers import REPO, TRAIN, run_train
 
 pytestmark = pytest.mark.xdist_group("slurm")  # one worker, one cluster
 WITHIN = 120.0
@@ -90,7 +89,7 @@ def events(run: Path) -> list[dict]:
     return [line for line in logged(run) if "event" in line]
 
 
-SIGNAL, REQUEUE = ("scancel", "--signal=USR1"), ("scontrol", "requeue")  # each followed by the job id
+SIGNAL = ("scancel", "--signal=USR1")  # followed by the job id
 
 
 def preempted(cluster, folder: Path, preempt: tuple[str, ...], *flags: str, requeue: bool = True):
@@ -101,38 +100,6 @@ def preempted(cluster, folder: Path, preempt: tuple[str, ...], *flags: str, requ
     cluster.command(*preempt, job_id)
     fields = finished(cluster, job_id)
     return job_id, fields, events(folder / "run"), (folder / f"job-{job_id}.out").read_text()
-
-
-def test_a_job_preempted_by_its_signal_requeues_itself_and_ends_as_the_continuous_run(
-    slurm_cluster, tmp_path, continuous_run
-):
-    job_id, fields, (_, stop, requeued, again, *_), out = preempted(
-        slurm_cluster, tmp_path, SIGNAL, "--requeue-on", "USR1"
-    )
-    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), out
-    assert stop["event"] == "stop" and stop["signal"] == "SIGUSR1" and stop["step"] >= 3
-    assert requeued == {"event": "requeue", "job": job_id, "step": stop["step"]}
-    assert again["event"] == "start" and again["from_step"] == stop["step"]
-    assert_same_run(tmp_path / "run", continuous_run)
-
-
-def test_without_requeue_on_the_signal_is_a_snapshot_and_the_job_is_never_requeued(
-    slurm_cluster, tmp_path, continuous_run
-):
-    """The control: the requeue above is the flag's, not Slurm's."""
-    _, fields, logged_events, out = preempted(slurm_cluster, tmp_path, SIGNAL)
-    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "0"), out
-    assert [e["event"] for e in logged_events] == ["start"]
-    assert_same_run(tmp_path / "run", continuous_run)
-
-
-def test_a_job_requeued_by_slurm_saves_on_sigterm_and_ends_as_the_continuous_run(
-    slurm_cluster, tmp_path, continuous_run
-):
-    _, fields, (_, stop, again, *_), out = preempted(slurm_cluster, tmp_path, REQUEUE)
-    assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), out
-    assert stop["event"] == "stop" and stop["signal"] == "SIGTERM" and again["from_step"] == stop["step"]
-    assert_same_run(tmp_path / "run", continuous_run)
 
 
 def test_a_job_slurm_will_not_requeue_says_so_in_one_line_with_its_checkpoint_written(slurm_cluster, tmp_path):
