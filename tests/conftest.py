@@ -15,6 +15,21 @@ import pytest
 from tests import slurm_cluster as slurm
 from tests.helpers import free_ports, trained
 
+SLOW_FIXTURES = {"slurm_cluster", "ray_cluster"}  # a real cluster per worker
+TESTS = Path(__file__).resolve().parent
+# Whole verifications (tests/e2e), and the adapters' tests, each process of which imports its framework (Lightning,
+# transformers: about 5 s each); the kit's plain adapter and the rest of the kit stay in the quick tier.
+SLOW_FOLDERS = (TESTS / "e2e", TESTS / "kit" / "adapters")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The quick tier, `-m "not slow"` (README): what SLOW_FOLDERS hold and every test on a real cluster is `slow`,
+    as is a test marked so itself; the rest still imports and runs every module."""
+    for item in items:
+        folder = any(slow in Path(item.path).parents for slow in SLOW_FOLDERS)
+        if folder or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def interrupted_run(tmp_path_factory) -> Path:

@@ -211,6 +211,7 @@ def verify(tmp_path, script: str, *args: str):
     return proc, read_verification(report) if report.is_file() else {}
 
 
+@pytest.mark.slow  # three whole verifications
 def test_a_sampler_one_draw_behind_at_the_epoch_boundary_fails_under_epochs_and_passes_mid_epoch(tmp_path):
     mid = verify(tmp_path / "mid", "epoch_boundary_bug.py")
     assert mid[0].returncode == 0, mid[0].stderr
