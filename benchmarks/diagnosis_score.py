@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from benchmarks.diagnosis_cases import NO_POWER, NONE, NOT_DETERMINISTIC, UNKNOWN, Case
 from resumeproof.common.protocol import CheckKind
-from resumeproof.verify.judge.findings import Check
 from resumeproof.verify.report.result import Verification
+from resumeproof.verify.vocabulary.findings import Check
 
 RIGHT, VAGUE, WRONG = "right", "vague", "wrong"
 COMPARISONS = (CheckKind.RESUME, CheckKind.PREFIX, CheckKind.CADENCE)

@@ -5,7 +5,9 @@
   opt-in `--torch-load`), inside a function;
 - `resumeproof.kit` imports `common`, never the verifier;
 - `resumeproof.reference`, the bundled trainer, is built on the kit alone, like any user's;
-- the frameworks (Accelerate, Lightning, transformers) are imported only by the scripts that use them.
+- the frameworks (Accelerate, Lightning, transformers) are imported only by the scripts that use them;
+- inside `resumeproof.verify`, its stages stand on floors (STAGES): a stage imports its own modules and the floors
+  below it, never one above or beside it; the words every stage shares are its ground floor, `vocabulary`.
 The rules are read off every import statement of every module, nested ones included. Then the
 verifier runs in a fresh interpreter where `import torch` fails (`sys.modules["torch"] = None`):
 a whole verification, chaos and `flat inspect`; the trainers it starts import torch as usual.
@@ -35,6 +37,20 @@ FORBIDDEN = {
     "observe": ("resumeproof",),
 }
 MODULES = sorted(p for layer in FORBIDDEN for p in (PACKAGE / layer).rglob("*.py"))
+# verify/'s stages from the ground up; the stages of one floor do not import each other
+STAGES = (
+    ("vocabulary",),  # what a trajectory must show, the checks and findings, the measured spread
+    ("run",),  # processes started and accepted (launch/ inside)
+    ("settings",),  # what one verification is asked to do
+    ("plan",),  # the trajectories and what each must show
+    ("judge",),  # the checks and diagnoses
+    ("chaos",),  # `resumeproof chaos`, whose result the terminal renders
+    ("report",),  # the verification as one typed object, rendered
+    ("fork", "export", "script_verification"),  # the commands built on a verification's parts
+    ("verification",),  # one verification, end to end
+)
+FLOOR = {stage: floor for floor, stages in enumerate(STAGES) for stage in stages}
+VERIFY = sorted((PACKAGE / "verify").rglob("*.py"))
 # layer -> what it may import under `if TYPE_CHECKING:` alone, for mypy: observe/install.py names observe/observer.py's
 # class so that mypy checks the one against the other; at run time sitecustomize loads both by their paths
 TYPING_ONLY = {"observe": ("resumeproof.observe",)}
@@ -75,6 +91,37 @@ def test_each_layer_imports_only_what_lies_below_it(module: Path):
         if name in typing and any(name.startswith(f"{a}.") for a in allowed):
             continue  # for mypy alone
         assert not any(name == f or name.startswith(f"{f}.") for f in forbidden), f"resumeproof/{module}: {name}"
+
+
+def stage(module: str) -> str | None:
+    """The stage of verify/ a dotted module name lies in (`resumeproof.verify.judge.spread`: judge), else None."""
+    parts = module.split(".")
+    inside = parts[:2] == ["resumeproof", "verify"] and len(parts) > 2 and parts[2] != "__init__"
+    return parts[2] if inside else None
+
+
+def test_every_module_of_verify_lies_in_a_stage():
+    for path in VERIFY:
+        name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        assert path == PACKAGE / "verify" / "__init__.py" or stage(name) in FLOOR, name
+
+
+@pytest.mark.parametrize("module", [p.relative_to(PACKAGE) for p in VERIFY], ids=str)
+def test_no_stage_of_verify_imports_one_above_or_beside_it(module: Path):
+    own = stage(".".join(("resumeproof", *module.with_suffix("").parts)))
+    for name, _ in imported(PACKAGE / module):
+        other = stage(name)
+        if own is None or other is None or other == own:
+            continue
+        assert FLOOR[other] < FLOOR[own], f"resumeproof/{module} ({own}) imports {name} ({other})"
+
+
+def test_the_floors_catch_the_judge_importing_a_report(tmp_path):
+    """The negative control of the floors: a judge that imports the report runs back up, found inside a function."""
+    module = tmp_path / "bad.py"
+    module.write_text("def f():\n    from resumeproof.verify.report import result\n")
+    found = [stage(name) for name, _ in imported(module)]
+    assert found == ["report"] and FLOOR["report"] > FLOOR["judge"]
 
 
 def test_the_rules_catch_a_kit_module_that_imports_the_verifier(tmp_path):

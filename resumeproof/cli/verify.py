@@ -18,11 +18,10 @@ from resumeproof.cli.common import (
 from resumeproof.common import observation, protocol
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED, ResumeproofError, one_line
 from resumeproof.verify import settings
-from resumeproof.verify.plan.points import CHECKPOINTS, EPOCHS
 from resumeproof.verify.plan.script import PRESETS, with_preset
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.run import launch as launchers
-from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
+from resumeproof.verify.settings import CHECKPOINTS, DEFAULT_POINT, EPOCHS, Allowances, Settings
 
 # What a protocol verification has and `--observe` does not: judged from the observer's records, with no summary.
 NOT_OBSERVED = (

@@ -9,8 +9,10 @@ import json
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
+from resumeproof.common import fingerprint
 from resumeproof.common.errors import ResumeproofError
 
 PROTOCOL = "resume-protocol/1"
@@ -34,6 +36,7 @@ MODEL, OPTIMIZER, SCHEDULER, DATA, PROGRESS, SCALER = "model", "optimizer", "sch
 RNG_PREFIX = "rng-"
 STANDARD_GENERATORS = ("python", "numpy", "torch")
 PART_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+FLAT = "flat"  # --faults flat: resume from the classic flat file of weights and Adam moments alone, not a part
 EMA = "ema"  # no standard part, but a common one: the diagnosis knows its other names (teacher, swa, ...)
 # Under torchrun: a deliberate fault that leaves the data position or the generators unrestored on every rank
 # but rank 0 (docs/distributed.md). A run without other ranks withdraws them.
@@ -152,6 +155,12 @@ class ProtocolError(ResumeproofError):
 def dumps(value: Any) -> str:
     """JSON text in which every float64 reads back bit-identical (Python's repr)."""
     return json.dumps(value, indent=1, allow_nan=True) + "\n"
+
+
+def write_json(path: Path, document: dict[str, Any]) -> None:
+    """A result document (verification.json, chaos.json, fork.json) as JSON that keeps every float64 bit, written
+    atomically."""
+    fingerprint.write_atomic(path, dumps(document).encode())
 
 
 def is_number(value: Any) -> bool:

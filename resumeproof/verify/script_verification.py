@@ -20,7 +20,7 @@ from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
 from resumeproof.verify.run import environment, inputs, reuse, vet
 from resumeproof.verify.run.launch import LAUNCHES, launcher_for
-from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
+from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error, run_all
 from resumeproof.verify.settings import Settings, SettingsError
 
 TWO = (CONTINUOUS, REPEAT)  # the runs every verification repeats itself with
@@ -63,7 +63,9 @@ def _run(s: Settings, trajectories: list[Trajectory], out: Console) -> str | Non
         return script_plan.resumes(s, done, script_judge.stopped(observation.read_all(done.observe.record)))
 
     accept, launcher = (lambda done: script_plan.accept(s, done)), launcher_for(s.launch, s.output / LAUNCHES)
-    terminal.run_live(out, trajectories, s.jobs, s.timeout, accept, resumes, launcher, reuse.reuser(s))
+    reused = reuse.reuser(s.reuse_runs, s.output, s.launch)
+    with terminal.live(out, trajectories) as shown:
+        run_all(trajectories, s.jobs, s.timeout, accept, shown, resumes, launcher, reused)
     return first_error(trajectories)
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from resumeproof.common import observation
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.common.protocol import MODEL, PART_NAME
-from resumeproof.verify.plan.points import CHECKPOINTS, EPOCHS
+from resumeproof.common.protocol import FLAT, MODEL, PART_NAME
 from resumeproof.verify.run.launch import LAUNCHERS, LOCAL_LAUNCH, PREEMPTS, RAY, SIGNAL, SLURM, Launch, SlurmSignal
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
+EPOCHS = "epochs"  # --interrupt-at epochs: every epoch boundary within N and one point inside each epoch
+CHECKPOINTS = "checkpoints"  # --interrupt-at checkpoints: after each update the continuous run wrote a checkpoint at
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
-FLAT = "flat"  # --faults flat: resume from the classic flat file of weights and Adam moments alone
 # The placeholders of an unmodified script's commands (--observe, docs/observe.md), and why each is needed.
 RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"
 # A script that counts its length in epochs (--epochs E): `{epochs}` its length, `{epoch}` in --checkpoint the 0-based

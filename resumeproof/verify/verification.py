@@ -13,23 +13,23 @@ from rich.console import Console
 
 from resumeproof.common import observation, protocol
 from resumeproof.common.errors import refuse_existing
-from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, REPEAT, RESUMED, CheckKind
-from resumeproof.verify.judge.findings import DIVERGENT
+from resumeproof.common.protocol import CONTINUOUS, FLAT, INTERRUPTED, REPEAT, RESUMED, CheckKind
 from resumeproof.verify.plan import points
 from resumeproof.verify.plan import trainer as trainer_plan
-from resumeproof.verify.plan.expectation import Expect
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import Verification, ran
 from resumeproof.verify.run import environment, inputs, reuse
 from resumeproof.verify.run.launch import LAUNCHES, launcher_for
 from resumeproof.verify.run.outputs import Accepted
 from resumeproof.verify.run.summary import Summary
-from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
-from resumeproof.verify.settings import ALL, FLAT, Settings, primary_first
+from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error, run_all
+from resumeproof.verify.settings import ALL, Settings, primary_first
+from resumeproof.verify.vocabulary.expectation import Expect
+from resumeproof.verify.vocabulary.findings import DIVERGENT
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see _accept)
     from resumeproof.verify.judge.evidence import Evidence
-    from resumeproof.verify.judge.findings import Evaluated
+    from resumeproof.verify.vocabulary.findings import Evaluated
 
 COMPARISONS = (CheckKind.PREFIX, CheckKind.RESUME, CheckKind.CADENCE)  # a failure here asks for the evidence
 
@@ -205,7 +205,9 @@ def _watched(t: Trajectory) -> bool:
 def _run(trajectories: list[Trajectory], s: Settings, out: Console, expand: Any = None) -> None:
     launcher = launcher_for(s.launch, s.output / LAUNCHES)
     accept = lambda done: _accept(done, s)  # noqa: E731
-    terminal.run_live(out, trajectories, s.jobs, s.timeout, accept, expand, launcher, reuse.reuser(s))
+    reused = reuse.reuser(s.reuse_runs, s.output, s.launch)
+    with terminal.live(out, trajectories) as shown:
+        run_all(trajectories, s.jobs, s.timeout, accept, shown, expand or (lambda done: []), launcher, reused)
 
 
 def _accept(t: Trajectory, s: Settings) -> Accepted | None:

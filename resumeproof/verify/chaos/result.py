@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resumeproof.verify.judge.findings import Check
-from resumeproof.verify.report.result import write_json
+from resumeproof.common import protocol
+from resumeproof.verify.vocabulary.findings import Check
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,4 +50,4 @@ class ChaosResult:
         }
 
     def write(self, path: Path) -> None:
-        write_json(path, self.to_json())
+        protocol.write_json(path, self.to_json())

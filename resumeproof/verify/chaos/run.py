@@ -28,9 +28,9 @@ from resumeproof.common.protocol import CONTINUOUS, OUTPUT_FLAG, STEPS_FLAG, Che
 from resumeproof.verify.chaos.result import ChaosResult
 from resumeproof.verify.chaos.settings import RANK, ChaosSettings
 from resumeproof.verify.judge.compare import summaries
-from resumeproof.verify.judge.findings import Check
 from resumeproof.verify.run import accept
 from resumeproof.verify.run.summary import read_summary
+from resumeproof.verify.vocabulary.findings import Check
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1)
 # torchrun's workers otherwise reuse the previous attempt's store without a prefix and a restarted

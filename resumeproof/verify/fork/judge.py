@@ -2,7 +2,7 @@
 each branch continue the original run's history, does the control reproduce the original run's continuation (or its
 own repeat), does each branch's first update start from the control's inputs; and where each parts from the control.
 
-Each finding is a `Check` (verify/judge/findings.py) with its identity. The first update is held as
+Each finding is a `Check` (verify/vocabulary/findings.py) with its identity. The first update is held as
 verify/judge/first_update.py holds a resume's against the continuous run, with the control in the continuous run's
 place: its records numbered by global update, and the generator states it restored as the state the update before the
 fork ended with.
@@ -15,9 +15,9 @@ from resumeproof.common.protocol import CONTROL, CONTROL_REPEAT, CheckId, CheckK
 from resumeproof.verify.fork.original import Original
 from resumeproof.verify.fork.result import BranchResult, Point
 from resumeproof.verify.judge import compare, first_update
-from resumeproof.verify.judge.findings import Check
 from resumeproof.verify.judge.first_update import Observed
 from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.vocabulary.findings import Check
 
 EXACT = 0.0  # bit for bit: a fork is fair only when proven
 # What the first update starts from, restored or drawn before its forward pass; the rest it computes from them, where an

@@ -1,14 +1,17 @@
 """A fork's report on the terminal: the branches side by side, what proves the fork fair or why it is not, who ended
-lowest, the verdict last (rich, on stderr)."""
+lowest, the verdict last (rich, on stderr); and fork.png: the history up to the fork point and each branch's loss from
+it."""
 
 import shlex
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from resumeproof.common.protocol import CheckKind
-from resumeproof.verify.fork.result import Fork
+from resumeproof.common.protocol import CONTROL, CheckKind
+from resumeproof.verify.fork.result import BranchResult, Fork
+from resumeproof.verify.report import plot
 
 
 def table(f: Fork) -> Table:
@@ -69,3 +72,30 @@ def _at(step: int | None, how: str | None) -> str:
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.6g}"
+
+
+def png(path: Path, fork: Fork) -> Path:
+    """The history up to the fork point, then each branch's loss from it (the control dashed), a mark where each
+    parts from the control; the verdict and who ended lowest, by how much, in the title."""
+    plt = plot.pyplot()
+    fig, ax = plt.subplots(figsize=plot.SIZE, dpi=plot.DPI)
+    before = fork.before
+    ax.plot([p.step for p in before], [p.loss for p in before], "k-", linewidth=2, label="the original run's history")
+    ax.axvline(fork.fork_step or 0, color="0.5", linestyle=":", label=f"fork point: step {fork.fork_step}")
+    for i, branch in enumerate(fork.branches):
+        style = {"color": "k", "linestyle": "--"} if branch.name == CONTROL else {"color": f"C{i % 10}"}
+        points = (*before[-1:], *branch.curve)  # from the fork point on
+        ax.plot([p.step for p in points], [p.loss for p in points], label=_label(branch), **style)
+        parted = [p for p in branch.curve if p.step == branch.parts_at]
+        ax.plot([p.step for p in parted], [p.loss for p in parted], marker="o", linestyle="", color=style["color"])
+    verdict = "fair" if fork.fair else "NOT FAIR: " + "; ".join(fork.reasons)[:120]
+    ax.set_title(f"fork at step {fork.fork_step} ({verdict})\n{fork.outcome() or ''}", fontsize=9)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss")
+    ax.legend(fontsize=8)
+    return plot.save(plt, fig, path)
+
+
+def _label(branch: BranchResult) -> str:
+    said = f"{branch.name}: {shlex.join(branch.overrides)}" if branch.overrides else f"{branch.name} (no override)"
+    return said + (f", parts at update {branch.parts_at}" if branch.parts_at is not None else "")

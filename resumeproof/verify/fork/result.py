@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from resumeproof.common import protocol
 from resumeproof.common.protocol import CheckKind
-from resumeproof.verify.judge.findings import Check
-from resumeproof.verify.report.result import TrajectoryRecord, write_json
+from resumeproof.verify.report.result import TrajectoryRecord
+from resumeproof.verify.vocabulary.findings import Check
 
 FORMAT = "resumeproof-fork/1"
 
@@ -133,7 +134,7 @@ class Fork:
 
     def write(self, path: Path) -> None:
         """fork.json, written atomically."""
-        write_json(path, self.to_json())
+        protocol.write_json(path, self.to_json())
 
 
 def _finite(value: float | None) -> bool:

@@ -17,16 +17,17 @@ from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.protocol import CONTROL, CONTROL_REPEAT
 from resumeproof.verify.fork import judge as fork_judge
 from resumeproof.verify.fork import original as fork_original
+from resumeproof.verify.fork import report as fork_report
 from resumeproof.verify.fork.original import Original
 from resumeproof.verify.fork.plan import LOGS, ForkSettings
 from resumeproof.verify.fork.result import BranchResult, Fork, Point
-from resumeproof.verify.judge.findings import Check
 from resumeproof.verify.plan.trainer import OBSERVED
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import ran
 from resumeproof.verify.run import accept
 from resumeproof.verify.run.outputs import CheckpointInfo
-from resumeproof.verify.run.trajectories import Trajectory, first_error
+from resumeproof.verify.run.trajectories import Trajectory, first_error, run_all
+from resumeproof.verify.vocabulary.findings import Check
 
 FORK_JSON, FORK_PNG = "fork.json", "fork.png"
 
@@ -54,22 +55,22 @@ def fork(s: ForkSettings, out: Console) -> Fork:
     (s.output / OBSERVED).mkdir()
     copies = {b.name: _copy(s, b.name, source) for b in (s.control, *s.branches)}
     trajectories = [s.trajectory(b) for b in (s.control, *s.branches)]
-    terminal.run_live(out, trajectories, s.jobs, s.timeout, accept.accept)
+    with terminal.live(out, trajectories) as shown:
+        run_all(trajectories, s.jobs, s.timeout, accept.accept, shown)
     error, judged = first_error(trajectories), None
     if error is None:
         judged = _judge(s, original, trajectories)
         if not judged.proven(s.steps):  # determinism before anything is laid on an override
             copies[CONTROL_REPEAT] = _copy(s, CONTROL_REPEAT, source)
             trajectories.append(s.trajectory(s.repeat))
-            terminal.run_live(out, trajectories, s.jobs, s.timeout, accept.accept)
+            with terminal.live(out, trajectories) as shown:
+                run_all(trajectories, s.jobs, s.timeout, accept.accept, shown)
             error = first_error(trajectories)
             judged = _judge(s, original, trajectories) if error is None else None
     error = error or _unchanged(source, copies)
     result = _result(s, source, original, trajectories, judged if error is None else None, error)
     if result.error is None and s.plot:
-        from resumeproof.verify.report import plot
-
-        result = replace(result, plot=plot.write_fork(s.output / FORK_PNG, result))
+        result = replace(result, plot=fork_report.png(s.output / FORK_PNG, result))
     result.write(s.output / FORK_JSON)
     return result
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import FAULT_PREFIX, RESUMED_NO_RNG, CheckId, CheckKind
-from resumeproof.verify.judge.findings import NOT_APPLICABLE, Check, Fault, Resume
+from resumeproof.verify.vocabulary.findings import NOT_APPLICABLE, Check, Fault, Resume
 
 Observed = Mapping[int | None, o.Observation]
 # What each fault blocks (observe/block.py), as a user would look for it in the script.

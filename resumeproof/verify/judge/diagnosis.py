@@ -18,8 +18,8 @@ from typing import Any
 from resumeproof.common import protocol
 from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, PROGRESS, SCHEDULER
 from resumeproof.verify.judge.compare import compare, join
-from resumeproof.verify.judge.findings import Diagnosis
 from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.vocabulary.findings import Diagnosis
 
 # The names a trainer may give a part, beyond the part's own (docs/checks.md): a field or key named
 # like one of them points to that part, if the trainer declares it.

@@ -21,8 +21,8 @@ from resumeproof.common.observation import Observation
 from resumeproof.verify.judge import diagnosis
 from resumeproof.verify.judge.compare import summaries
 from resumeproof.verify.judge.diagnosis import Context
-from resumeproof.verify.judge.findings import Determinism, Diagnosis
 from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.vocabulary.findings import Determinism, Diagnosis
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 from resumeproof.common.protocol import COMPARED_KEYS, CONTINUOUS, MODEL, OPTIMIZER, STATE, CheckId, CheckKind
 from resumeproof.verify.judge.compare import join
 from resumeproof.verify.judge.diagnosis import part_for
-from resumeproof.verify.judge.findings import Check
 from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.vocabulary.findings import Check
 
 NAME = "continuous: the model's and the optimizer's state, the history, next and eval are finite"
 SHOWN = 3  # places named in the check's detail; the count covers them all

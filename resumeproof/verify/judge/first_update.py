@@ -28,7 +28,6 @@ from resumeproof.common.protocol import (
     generator_of,
 )
 from resumeproof.verify.judge.diagnosis import ALIASES, part_for
-from resumeproof.verify.judge.findings import DIRECT, SECOND, Diagnosis
 from resumeproof.verify.judge.first_generators import (
     ANOTHER_RESUME,
     BEFORE_FORWARD,
@@ -38,6 +37,7 @@ from resumeproof.verify.judge.first_generators import (
     Update,
     generators,
 )
+from resumeproof.verify.vocabulary.findings import DIRECT, SECOND, Diagnosis
 
 RULE = DIRECT
 

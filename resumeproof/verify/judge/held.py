@@ -10,9 +10,9 @@ from resumeproof.common.protocol import CONTINUOUS
 from resumeproof.verify.judge.compare import Comparison, compare_keys, merge
 from resumeproof.verify.judge.diagnosis import Context
 from resumeproof.verify.judge.evidence import Evidence
-from resumeproof.verify.judge.findings import CONCORDANT, DIVERGENT, Check, Determinism, Diagnosis, Fault, Resume
-from resumeproof.verify.plan.expectation import Expectation
 from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.vocabulary.expectation import Expectation
+from resumeproof.verify.vocabulary.findings import CONCORDANT, DIVERGENT, Check, Determinism, Diagnosis, Fault, Resume
 
 Summaries = Mapping[str, Summary]
 NO_RANDOM_STATE = Diagnosis(

@@ -16,10 +16,10 @@ from dataclasses import replace
 
 from resumeproof.common import observation
 from resumeproof.common.protocol import PREEMPTED, CheckId, CheckKind
-from resumeproof.verify.judge.findings import Check
 from resumeproof.verify.plan.script import first_rank
 from resumeproof.verify.run.launch import REQUEUE
 from resumeproof.verify.run.launch.preempt import Preempted
+from resumeproof.verify.vocabulary.findings import Check
 
 Observed = dict[int | None, observation.Observation]
 RESTART = observation.restarted(PREEMPTED, {observation.RESTART_ENV: "1"})  # the restart's records, by this name

@@ -18,7 +18,7 @@ from resumeproof.common import observation as o
 from resumeproof.common import protocol
 from resumeproof.common.protocol import FAULT_PREFIX, REPEAT, RESUMED_NO_RNG, CheckId, CheckKind
 from resumeproof.verify.judge import applies, first_update
-from resumeproof.verify.judge.findings import (
+from resumeproof.verify.vocabulary.findings import (
     CONCORDANT,
     COUNTED,
     DIVERGENT,

@@ -16,10 +16,11 @@ from typing import Any
 
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import FAULT_PREFIX, RESUMED_NO_RNG, CheckId, CheckKind
-from resumeproof.verify.judge import applies, recorded
-from resumeproof.verify.judge.findings import DIVERGENT, WITHIN_SPREAD, Check, Fault, Resume
-from resumeproof.verify.judge.spread import Band, Run, measure
+from resumeproof.verify.judge import applies, recorded, spread
+from resumeproof.verify.judge.spread import Run, measure
 from resumeproof.verify.judge.summary_tiers import outside_check
+from resumeproof.verify.vocabulary.band import Band
+from resumeproof.verify.vocabulary.findings import DIVERGENT, WITHIN_SPREAD, Check, Fault, Resume
 
 Observed = Mapping[int | None, o.Observation]
 HELD = {"loss": (o.LOSS, o.VALUE), "batch": (o.FORWARD, o.BATCH), "hyper-parameters": (o.STEP, o.GROUPS)}
@@ -46,7 +47,7 @@ def resume(
     band: Band, continuous: Observed, resumed: Observed, k: int, name: str, restored: Check | None
 ) -> tuple[Resume, Check]:
     """The trajectory tier of one resume; its diagnosis is the restore's where that differs."""
-    outside = band.outside(run_of(continuous), run_of(resumed, k), prefix="update")
+    outside = spread.outside(band, run_of(continuous), run_of(resumed, k), prefix="update")
     check_id = CheckId(kind=CheckKind.RESUME, trajectory=name)
     check = outside_check(check_id, f"{name} (from update {k}) within the script's measured spread", outside, restored)
     check = replace(check, resumed_at=k)

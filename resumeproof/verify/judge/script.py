@@ -16,12 +16,12 @@ from typing import TypeVar
 from resumeproof.common import observation
 from resumeproof.common.protocol import CONTINUOUS, PREEMPTED, REPEAT, REPEATS, CheckKind
 from resumeproof.verify.judge import first_update, preemption, recorded, recorded_tiers
-from resumeproof.verify.judge.findings import Check, Determinism, Evaluated, Fault, Resume
 from resumeproof.verify.plan import script as script_plan
-from resumeproof.verify.plan.expectation import Expect, Expectation
 from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.settings import Settings
+from resumeproof.verify.vocabulary.expectation import Expect, Expectation
+from resumeproof.verify.vocabulary.findings import Check, Determinism, Evaluated, Fault, Resume
 
 Observed = dict[int | None, observation.Observation]  # one record per rank (None: a process without a launcher)
 Records = Mapping[str, Observed]  # trajectory -> its records

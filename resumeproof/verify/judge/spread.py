@@ -26,8 +26,8 @@ from itertools import combinations
 from typing import Any
 
 from resumeproof.verify.judge.compare import compare
+from resumeproof.verify.vocabulary.band import FACTOR, VARIES, Band
 
-FACTOR = 10.0
 Records = Mapping[int, Mapping[str, Any]]  # update -> a record's fields (a history record, an observed update)
 
 
@@ -54,66 +54,23 @@ class Outside:
         return f"{self.path} differs by {self.distance:.3g}, outside the band {self.band:.3g}"
 
 
-@dataclass(frozen=True)
-class Band:
-    """The measured spread: per update and field the envelope (None: the field varies among the reference runs in
-    something other than floats, and is not held), per end-state key its spread."""
-
-    runs: tuple[str, ...]
-    updates: dict[int, dict[str, float | None]]
-    end: dict[str, float | None]
-
-    def to_json(self) -> dict[str, Any]:
-        fields = sorted({f for per in self.updates.values() for f in per})
-        steps = sorted(self.updates)
-        return {
-            "runs": list(self.runs),
-            "factor": FACTOR,
-            "updates": steps,
-            "envelope": {f: [self.updates[n].get(f) for n in steps] for f in fields},
-            "end": dict(self.end),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> "Band | None":
-        if not d:
-            return None
-        steps = d["updates"]
-        updates = {n: {f: values[i] for f, values in d["envelope"].items()} for i, n in enumerate(steps)}
-        return cls(runs=tuple(d["runs"]), updates=updates, end=dict(d["end"]))
-
-    def outside(self, continuous: Run, other: Run, prefix: str = "history") -> Outside | None:
-        """The first place `other` leaves the band around `continuous`, or None where it stays inside."""
-        for n in sorted(other.records):
-            mine, theirs = continuous.records.get(n), other.records[n]
-            if mine is None:
-                return Outside(f"{prefix}[{n - 1}]", n, None, None)
-            for field in sorted({*mine, *theirs}):
-                found = _held(f"{prefix}[{n - 1}].{field}", n, mine.get(field), theirs.get(field), self.at(n, field))
-                if found is not None:
-                    return found
-        if continuous.end is None or other.end is None:
-            return None
-        for path, spread in sorted(self.end.items()):
-            found = _held(path, None, _at(continuous.end, path), _at(other.end, path), _times(spread))
+def outside(band: Band, continuous: Run, other: Run, prefix: str = "history") -> Outside | None:
+    """The first place `other` leaves the band around `continuous`, or None where it stays inside."""
+    for n in sorted(other.records):
+        mine, theirs = continuous.records.get(n), other.records[n]
+        if mine is None:
+            return Outside(f"{prefix}[{n - 1}]", n, None, None)
+        for field in sorted({*mine, *theirs}):
+            found = _held(f"{prefix}[{n - 1}].{field}", n, mine.get(field), theirs.get(field), band.at(n, field))
             if found is not None:
                 return found
+    if continuous.end is None or other.end is None:
         return None
-
-    def at(self, n: int, field: str) -> float | str:
-        """The band of one field at update n: FACTOR x its envelope; VARIES where it is not held; 0 where no two
-        reference runs hold update n (nothing measured there: it must be equal)."""
-        per = self.updates.get(n)
-        if per is None or field not in per:
-            return 0.0
-        return _times(per[field])
-
-
-VARIES = "varies"
-
-
-def _times(spread: float | None) -> float | str:
-    return VARIES if spread is None else FACTOR * spread
+    for path, spread in sorted(band.end.items()):
+        found = _held(path, None, _at(continuous.end, path), _at(other.end, path), band.times(spread))
+        if found is not None:
+            return found
+    return None
 
 
 def _held(path: str, step: int | None, a: Any, b: Any, band: float | str) -> Outside | None:

@@ -18,18 +18,17 @@ from typing import Any
 
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
-from resumeproof.common.protocol import CONTINUOUS, REPEAT, RESUMED, CheckId, CheckKind
+from resumeproof.common.protocol import CONTINUOUS, FLAT, REPEAT, RESUMED, CheckId, CheckKind
 from resumeproof.verify.judge import evidence, finite, first_update, preemption, summary_tiers
 from resumeproof.verify.judge.compare import Comparison, compare
 from resumeproof.verify.judge.diagnosis import diagnose, identical
 from resumeproof.verify.judge.evidence import Evidence
-from resumeproof.verify.judge.findings import Check, Determinism, Diagnosis, Evaluated, Fault
 from resumeproof.verify.judge.held import NO_RANDOM_STATE, Against, Held, Summaries, compared, resume_entry
 from resumeproof.verify.plan import points
-from resumeproof.verify.plan.expectation import Expect, Expectation
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory
-from resumeproof.verify.settings import FLAT
+from resumeproof.verify.vocabulary.expectation import Expect, Expectation
+from resumeproof.verify.vocabulary.findings import Check, Determinism, Diagnosis, Evaluated, Fault
 
 
 def evaluate(

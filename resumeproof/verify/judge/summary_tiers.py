@@ -37,6 +37,7 @@ from resumeproof.common.observation import (
 from resumeproof.common.protocol import (
     CONTINUOUS,
     EVAL,
+    FLAT,
     HISTORY,
     NEXT,
     PROGRESS,
@@ -47,10 +48,17 @@ from resumeproof.common.protocol import (
     CheckId,
     CheckKind,
 )
-from resumeproof.verify.judge import recorded
+from resumeproof.verify.judge import recorded, spread
 from resumeproof.verify.judge.compare import compare_keys, merge
 from resumeproof.verify.judge.diagnosis import Context, facts, identical, part_for
-from resumeproof.verify.judge.findings import (
+from resumeproof.verify.judge.first_generators import ANOTHER_RESUME
+from resumeproof.verify.judge.held import NO_RANDOM_STATE, Against, Held, compared, resume_entry
+from resumeproof.verify.judge.spread import Outside, Run, measure
+from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.run.trajectories import Trajectory
+from resumeproof.verify.vocabulary.band import Band
+from resumeproof.verify.vocabulary.expectation import Expect, Expectation
+from resumeproof.verify.vocabulary.findings import (
     DIVERGENT,
     OUTSIDE_SPREAD,
     RESTORED,
@@ -59,13 +67,6 @@ from resumeproof.verify.judge.findings import (
     Diagnosis,
     Fault,
 )
-from resumeproof.verify.judge.first_generators import ANOTHER_RESUME
-from resumeproof.verify.judge.held import NO_RANDOM_STATE, Against, Held, compared, resume_entry
-from resumeproof.verify.judge.spread import Band, Outside, Run, measure
-from resumeproof.verify.plan.expectation import Expect, Expectation
-from resumeproof.verify.run.summary import Summary
-from resumeproof.verify.run.trajectories import Trajectory
-from resumeproof.verify.settings import FLAT
 
 Summaries = Mapping[str, Summary]
 RESTORE_KEYS = (STEP, HISTORY, STATE, NEXT)
@@ -273,7 +274,7 @@ def within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:
     band, other = a.determinism.spread, a.summaries[t.name]
     assert band is not None
     parts_of, result = compared(a, other)
-    outside = band.outside(run_of(a.continuous), run_of(other, end=e.kind is not Expect.PREFIX))
+    outside = spread.outside(band, run_of(a.continuous), run_of(other, end=e.kind is not Expect.PREFIX))
     restore = restored(t, a.summaries, a.parts, e.resumed_at) if t.after else None
     if e.kind is Expect.CONCORDANT and restore is not None and restore.same:
         restore = _with_inputs(restore, fed(t, a, e.resumed_at))

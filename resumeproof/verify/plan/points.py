@@ -18,11 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.verify.judge.findings import Coverage
-
-EPOCHS = "epochs"
-CHECKPOINTS = "checkpoints"  # --interrupt-at: after each update the continuous run wrote a checkpoint at
-CHECKPOINTS = "checkpoints"  # --interrupt-at: after each update the continuous run wrote a checkpoint at
+from resumeproof.verify.vocabulary.findings import Coverage
 
 
 class EpochError(ResumeproofError):

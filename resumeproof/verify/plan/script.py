@@ -27,13 +27,13 @@ from resumeproof.common.protocol import (
     CheckKind,
 )
 from resumeproof.verify.plan import checkpoints
-from resumeproof.verify.plan.expectation import Expect, Expectation
 from resumeproof.verify.plan.points import Epochs
 from resumeproof.verify.plan.trainer import OBSERVED, point_names
 from resumeproof.verify.run import inputs
 from resumeproof.verify.run.launch import Preempt
 from resumeproof.verify.run.trajectories import Observe, Trajectory, TrajectoryError
 from resumeproof.verify.settings import CHECKPOINT, EPOCH, RUN, RUN_EPOCHS, STEPS, Settings, primary_first
+from resumeproof.verify.vocabulary.expectation import Expect, Expectation
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from resumeproof.common import observation, protocol
 from resumeproof.common.protocol import (
     CADENCE,
     CONTINUOUS,
+    FLAT,
     INTERRUPTED,
     OMIT_RNG_FLAG,
     OUTPUT_FLAG,
@@ -29,10 +30,10 @@ from resumeproof.common.protocol import (
     CheckId,
     CheckKind,
 )
-from resumeproof.verify.plan.expectation import Expect, Expectation
 from resumeproof.verify.run.launch import SIGNAL, Preempt
 from resumeproof.verify.run.trajectories import Observe, Trajectory
-from resumeproof.verify.settings import ALL, FLAT, Settings
+from resumeproof.verify.settings import ALL, Settings
+from resumeproof.verify.vocabulary.expectation import Expect, Expectation
 
 FLAT_FILE = "flat.bin"
 OBSERVED = "observed"  # the folder of the observer's records, one (or one per rank) per trajectory

@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from resumeproof.common.fingerprint import write_atomic
-from resumeproof.verify.judge.findings import Check
 from resumeproof.verify.report.result import TrajectoryRecord, Verification
 from resumeproof.verify.report.verdict import failure
+from resumeproof.verify.vocabulary.findings import Check
 
 SUITE = "resumeproof verify"
 

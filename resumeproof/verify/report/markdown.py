@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common.fingerprint import write_atomic
-from resumeproof.verify.judge.findings import FaultStatus
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import PASSED, failure
+from resumeproof.verify.vocabulary.findings import FaultStatus
 
 CAUGHT = {FaultStatus.CAUGHT: "yes", FaultStatus.NOT_CAUGHT: "**NO**", FaultStatus.NOT_APPLICABLE: "not applicable"}
 

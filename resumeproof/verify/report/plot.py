@@ -1,20 +1,15 @@
-"""verification.png: per-step loss and deviation of every trajectory against the continuous run; and fork.png: the
-history up to a fork point and the loss curve of each branch from it.
+"""verification.png: per-step loss and deviation of every trajectory against the continuous run (fork.png, drawn with
+the same pyplot, is the fork's: verify/fork/report.py).
 
 matplotlib is an optional extra (`.[plot]`), imported only when a plot is asked for, so that the
 verifier's core stays small and starts fast.
 """
 
 import math
-import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from resumeproof.common.protocol import CONTROL
 from resumeproof.verify.run.summary import Summary
-
-if TYPE_CHECKING:
-    from resumeproof.verify.fork.result import BranchResult, Fork
 
 INSTALL = 'python -m pip install -c constraints.txt -e ".[plot]"'
 SIZE, DPI = (10, 7), 100  # a 1000 x 700 pixel image
@@ -44,7 +39,7 @@ def write(
     path: Path, summaries: dict[str, Summary], atol: float, divergent: set[str], reference: str = "continuous"
 ) -> Path:
     """Draw every trajectory against `reference`; the `divergent` ones (that must differ) in colour."""
-    plt = _pyplot()
+    plt = pyplot()
     floor = atol * 1e-4  # where an exact match (|Δ| = 0) is drawn on the log scale
     continuous = summaries[reference].history
     fig, (loss_ax, dev_ax) = plt.subplots(2, 1, figsize=SIZE, dpi=DPI, sharex=True)
@@ -73,44 +68,17 @@ def write(
     dev_ax.set_ylabel(f"max |Δ| loss, lr vs {reference}\n(exact match drawn at {floor:g})")
     dev_ax.set_xlabel("step")
     dev_ax.legend(fontsize=8)
-    return _save(plt, fig, path)
+    return save(plt, fig, path)
 
 
-def write_fork(path: Path, fork: "Fork") -> Path:
-    """The history up to the fork point, then each branch's loss from it (the control dashed), a mark where each
-    parts from the control; the verdict and who ended lowest, by how much, in the title."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=SIZE, dpi=DPI)
-    before = fork.before
-    ax.plot([p.step for p in before], [p.loss for p in before], "k-", linewidth=2, label="the original run's history")
-    ax.axvline(fork.fork_step or 0, color="0.5", linestyle=":", label=f"fork point: step {fork.fork_step}")
-    for i, branch in enumerate(fork.branches):
-        style = {"color": "k", "linestyle": "--"} if branch.name == CONTROL else {"color": f"C{i % 10}"}
-        points = (*before[-1:], *branch.curve)  # from the fork point on
-        ax.plot([p.step for p in points], [p.loss for p in points], label=_label(branch), **style)
-        parted = [p for p in branch.curve if p.step == branch.parts_at]
-        ax.plot([p.step for p in parted], [p.loss for p in parted], marker="o", linestyle="", color=style["color"])
-    verdict = "fair" if fork.fair else "NOT FAIR: " + "; ".join(fork.reasons)[:120]
-    ax.set_title(f"fork at step {fork.fork_step} ({verdict})\n{fork.outcome() or ''}", fontsize=9)
-    ax.set_xlabel("step")
-    ax.set_ylabel("training loss")
-    ax.legend(fontsize=8)
-    return _save(plt, fig, path)
-
-
-def _label(branch: "BranchResult") -> str:
-    said = f"{branch.name}: {shlex.join(branch.overrides)}" if branch.overrides else f"{branch.name} (no override)"
-    return said + (f", parts at update {branch.parts_at}" if branch.parts_at is not None else "")
-
-
-def _save(plt: Any, fig: Any, path: Path) -> Path:
+def save(plt: Any, fig: Any, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display

@@ -9,9 +9,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import fingerprint, protocol
+from resumeproof.common import protocol
 from resumeproof.common.protocol import RESUMED, CheckKind
-from resumeproof.verify.judge.findings import (
+from resumeproof.verify.report.verdict import Verdict, failure, verdict
+from resumeproof.verify.run.launch import Placement
+from resumeproof.verify.run.launch.preempt import Preempted
+from resumeproof.verify.run.trajectories import Trajectory
+from resumeproof.verify.settings import Settings
+from resumeproof.verify.vocabulary.findings import (
     DIVERGENT,
     Check,
     Coverage,
@@ -21,11 +26,6 @@ from resumeproof.verify.judge.findings import (
     FaultStatus,
     Resume,
 )
-from resumeproof.verify.report.verdict import Verdict, failure, verdict
-from resumeproof.verify.run.launch import Placement
-from resumeproof.verify.run.launch.preempt import Preempted
-from resumeproof.verify.run.trajectories import Trajectory
-from resumeproof.verify.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -306,12 +306,7 @@ class Verification:
 
     def write(self, path: Path) -> None:
         """verification.json, written atomically."""
-        write_json(path, self.to_json())
-
-
-def write_json(path: Path, document: dict[str, Any]) -> None:
-    """A result document as JSON that keeps every float64 bit, written atomically."""
-    fingerprint.write_atomic(path, protocol.dumps(document).encode())
+        protocol.write_json(path, self.to_json())
 
 
 def ran(t: Trajectory) -> TrajectoryRecord:

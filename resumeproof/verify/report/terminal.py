@@ -3,7 +3,8 @@
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -12,15 +13,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from resumeproof.common import observation
-from resumeproof.common.protocol import CheckKind
+from resumeproof.common.protocol import FLAT, CheckKind
 from resumeproof.verify.chaos.result import ChaosResult
-from resumeproof.verify.judge.findings import CONCORDANT, Check, FaultStatus, Resume, diagnosed
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import PASSED, denied
-from resumeproof.verify.run.launch import Launcher
-from resumeproof.verify.run.outputs import Accepted
-from resumeproof.verify.run.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory, run_all
-from resumeproof.verify.settings import FLAT
+from resumeproof.verify.run.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory
+from resumeproof.verify.vocabulary.findings import CONCORDANT, Check, FaultStatus, Resume, diagnosed
 
 STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
 FAULT_STATUS = {FaultStatus.NOT_CAUGHT: "[red]NOT CAUGHT[/]", FaultStatus.NOT_APPLICABLE: "[yellow]not applicable[/]"}
@@ -72,23 +70,12 @@ def progress(trajectories: list[Trajectory]) -> Table:
     return table
 
 
-def run_live(
-    out: Console,
-    trajectories: list[Trajectory],
-    jobs: int,
-    timeout: float,
-    accept: Callable[[Trajectory], Accepted | None],
-    expand: Callable[[Trajectory], list[Trajectory]] | None = None,
-    launcher: Launcher | None = None,
-    reused: Callable[[Trajectory], bool] = lambda t: False,
-) -> None:
-    """Run the trajectories (verify/run/trajectories.py) with the live display of their progress on `out`."""
-    with Live(progress(trajectories), console=out, refresh_per_second=8) as live:
-
-        def shown() -> None:
-            live.update(progress(trajectories))
-
-        run_all(trajectories, jobs, timeout, accept, shown, expand or (lambda d: []), launcher, reused)
+@contextmanager
+def live(out: Console, trajectories: list[Trajectory]) -> Iterator[Callable[[], None]]:
+    """The live display of the trajectories' progress on `out` while the caller runs them: yields the refresh to
+    call whenever one changes (verify/run/trajectories.py's `run_all` takes it)."""
+    with Live(progress(trajectories), console=out, refresh_per_second=8) as shown:
+        yield lambda: shown.update(progress(trajectories))
     if not out.is_terminal:
         out.line()  # Live ends its last line only on a terminal
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from resumeproof.common.protocol import PREEMPTED, CheckKind
-from resumeproof.verify.judge.findings import Check, Determinism, Diagnosis, Fault
+from resumeproof.verify.vocabulary.findings import Check, Determinism, Diagnosis, Fault
 
 
 class Verification(Protocol):

@@ -11,11 +11,11 @@ from pathlib import Path
 from resumeproof.common import observation, protocol, runfiles
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
 from resumeproof.common.errors import ResumeproofError
+from resumeproof.common.protocol import FLAT
 from resumeproof.verify.run import admission
 from resumeproof.verify.run.outputs import Accepted, CheckpointInfo
 from resumeproof.verify.run.summary import Summary, read_summary
 from resumeproof.verify.run.trajectories import Trajectory, TrajectoryError
-from resumeproof.verify.settings import FLAT
 
 TORCH_FREE = "torch-free weights_only check"
 TORCH_LOAD = "torch.load(weights_only=True)"

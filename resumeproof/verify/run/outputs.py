@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from resumeproof.common import fingerprint, manifest
 from resumeproof.common.protocol import CheckId, CheckKind
-from resumeproof.verify.judge.findings import Check
 from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.vocabulary.findings import Check
 
 if TYPE_CHECKING:  # the classifier loads the checkers: only verify/run/accept.py needs them at run time
     from resumeproof.common.checkpoint_files import FileInfo

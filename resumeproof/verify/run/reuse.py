@@ -24,7 +24,6 @@ from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.observation import SUFFIX
 from resumeproof.verify.run.launch import Launch, Placement
 from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError
-from resumeproof.verify.settings import Settings
 
 # Names that change between shells and test cases, not between runs of the same code.
 VOLATILE = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "PYTEST_CURRENT_TEST"})
@@ -56,13 +55,13 @@ def read(path: Path) -> Previous:
     return Previous(path, runs)
 
 
-def reuser(s: Settings) -> Callable[[Trajectory], bool]:
+def reuser(reuse_runs: Path | None, output: Path, launch: Launch) -> Callable[[Trajectory], bool]:
     """What `run_all` asks of each trajectory before it runs: its run key, recorded for a later verification, and
     with --reuse-runs, whether its run was copied from there (`reused_from`) or why not (`not_reused`)."""
-    previous, output, copied = (read(s.reuse_runs) if s.reuse_runs else None), s.output, set[str]()
+    previous, copied = (read(reuse_runs) if reuse_runs else None), set[str]()
 
     def reused(t: Trajectory) -> bool:
-        t.run_key = key(t, output, s.launch)
+        t.run_key = key(t, output, launch)
         if previous is None:
             return False
         if t.preempt is not None:  # its course (the preemption, the restart) is judged, and only a run has one

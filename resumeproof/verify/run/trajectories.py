@@ -18,12 +18,12 @@ from pathlib import Path
 
 from resumeproof.common import observation
 from resumeproof.common.errors import ResumeproofError
-from resumeproof.verify.plan.expectation import Expectation
 from resumeproof.verify.run import failure, inputs
 from resumeproof.verify.run.launch import Launcher, LaunchError, Placement, Preempt
 from resumeproof.verify.run.launch.local import Local
 from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.outputs import Accepted
+from resumeproof.verify.vocabulary.expectation import Expectation
 
 QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
 

@@ -9,7 +9,7 @@ from rich.console import Console
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.verify.fork import report as fork_report
 from resumeproof.verify.fork.result import BranchResult, Fork, Point
-from resumeproof.verify.judge.findings import Check
+from resumeproof.verify.vocabulary.findings import Check
 
 CURVE = (Point(step=4, loss=0.9, lr=0.1),)
 BRANCHES = (

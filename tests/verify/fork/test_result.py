@@ -7,7 +7,7 @@ from pathlib import Path
 
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.verify.fork.result import BranchResult, Fork, Point
-from resumeproof.verify.judge.findings import Check
+from resumeproof.verify.vocabulary.findings import Check
 
 
 def branch(name: str, *losses: float, parts_at: int | None = 4, overrides: tuple = ("--x",)) -> BranchResult:

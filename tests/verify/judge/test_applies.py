@@ -6,7 +6,7 @@ import pytest
 
 from resumeproof.common import observation as o
 from resumeproof.verify.judge import applies, recorded, recorded_tiers
-from resumeproof.verify.judge.findings import NOT_APPLICABLE, FaultStatus
+from resumeproof.verify.vocabulary.findings import NOT_APPLICABLE, FaultStatus
 from tests.verify.judge.test_recorded import CONTINUOUS, seen, update
 
 K = 3

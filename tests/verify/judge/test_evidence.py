@@ -5,8 +5,8 @@ import copy
 from resumeproof.common.protocol import STANDARD_PARTS
 from resumeproof.verify.judge import evidence
 from resumeproof.verify.judge.diagnosis import Context
-from resumeproof.verify.judge.findings import Diagnosis
 from resumeproof.verify.run.summary import Summary
+from resumeproof.verify.vocabulary.findings import Diagnosis
 
 
 def summary(noise: float = 0.0) -> Summary:

@@ -5,7 +5,9 @@ import math
 
 import pytest
 
-from resumeproof.verify.judge.spread import FACTOR, Band, Run, distance, measure, resolution
+from resumeproof.verify.judge import spread
+from resumeproof.verify.judge.spread import Run, distance, measure, resolution
+from resumeproof.verify.vocabulary.band import FACTOR, Band
 
 
 def run(losses: list[float], rows: list[int] | None = None, end: dict | None = None) -> Run:
@@ -30,9 +32,9 @@ def test_the_envelope_is_the_largest_distance_between_two_runs_up_to_each_update
 def test_a_run_inside_the_band_passes_one_outside_it_is_placed_where_it_leaves():
     band = measure(REFERENCES)
     inside = run([1.0, 0.5, 0.2510, 0.1260], end={"state": {"w": [1.01, 2.0]}, "step": 4})
-    assert band.outside(REFERENCES["continuous"], inside) is None
+    assert spread.outside(band, REFERENCES["continuous"], inside) is None
     outside = run([1.0, 0.5, 0.25, 0.125 + FACTOR * 2e-4 * 1.5], end=None)
-    found = band.outside(REFERENCES["continuous"], outside)
+    found = spread.outside(band, REFERENCES["continuous"], outside)
     assert found is not None and (found.path, found.step) == ("history[3].loss", 4)
     assert found.distance == pytest.approx(3e-3) and found.band == pytest.approx(2e-3)
 
@@ -40,11 +42,11 @@ def test_a_run_inside_the_band_passes_one_outside_it_is_placed_where_it_leaves()
 def test_where_the_reference_runs_agree_exactly_the_run_must_equal_them():
     band = measure(REFERENCES)
     early = run([1.0, 0.5 + 1e-12, 0.25, 0.125])  # updates 1 and 2 never differed between two runs
-    assert band.outside(REFERENCES["continuous"], early).path == "history[1].loss"
+    assert spread.outside(band, REFERENCES["continuous"], early).path == "history[1].loss"
     rounding = run([1.0, 0.5 + 4 * 2.0**-53, 0.25, 0.125])  # but by rounding: ten units in the last place is room
-    assert band.outside(REFERENCES["continuous"], rounding) is None
+    assert spread.outside(band, REFERENCES["continuous"], rounding) is None
     rows = run([1.0, 0.5, 0.25, 0.125], rows=[1, 2, 4, 3])  # a batch the runs all agree on is a data position
-    found = band.outside(REFERENCES["continuous"], rows)
+    found = spread.outside(band, REFERENCES["continuous"], rows)
     assert (found.path, found.distance) == ("history[2].rows", None)
     assert "where every reference run agrees" in found.said()
 
@@ -53,16 +55,16 @@ def test_a_field_the_reference_runs_disagree_on_in_kind_is_not_held():
     references = {name: run([1.0, 0.5], rows=[1, i]) for i, name in enumerate(("a", "b", "c"), start=2)}
     band = measure(references)
     assert band.updates[2]["rows"] is None  # varies: each run took another batch there
-    assert band.outside(references["a"], run([1.0, 0.5], rows=[1, 9])) is None
+    assert spread.outside(band, references["a"], run([1.0, 0.5], rows=[1, 9])) is None
 
 
 def test_the_end_state_is_held_key_by_key_against_the_spread_of_the_runs_that_ended():
     band = measure(REFERENCES)
     far = run([1.0, 0.5, 0.25, 0.125], end={"state": {"w": [1.0, 2.5]}, "step": 4})
-    found = band.outside(REFERENCES["continuous"], far)
+    found = spread.outside(band, REFERENCES["continuous"], far)
     assert found.path == "state.w" and found.distance == pytest.approx(0.5)
     counted = run([1.0, 0.5, 0.25, 0.125], end={"state": {"w": [1.0, 2.0]}, "step": 3})
-    assert band.outside(REFERENCES["continuous"], counted).path == "step"
+    assert spread.outside(band, REFERENCES["continuous"], counted).path == "step"
 
 
 def test_the_room_rounding_leaves_is_read_off_the_bits_the_values_are_written_in():

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG, STANDARD_PARTS, CheckKind
 from resumeproof.verify.judge.evidence import Evidence
-from resumeproof.verify.judge.findings import CONCORDANT, DIVERGENT
 from resumeproof.verify.judge.summaries import NO_RANDOM_STATE
 from resumeproof.verify.judge.summaries import evaluate as evaluate_read
 from resumeproof.verify.plan import trainer as trainer_plan
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.settings import Settings
+from resumeproof.verify.vocabulary.findings import CONCORDANT, DIVERGENT
 
 SETTINGS = Settings(
     output=Path("/r"), steps=6, points=(3,), atol=1e-12, train_cmd="t", jobs=1, timeout=60.0, faults=("model",)

@@ -7,12 +7,12 @@ from dataclasses import replace
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import REPEATS, CheckId, CheckKind
 from resumeproof.verify.judge.evidence import Evidence
-from resumeproof.verify.judge.findings import RESTORED, Determinism
 from resumeproof.verify.judge.held import Against
 from resumeproof.verify.judge.summary_tiers import fed, restored
-from resumeproof.verify.plan.expectation import Expect, Expectation
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory
+from resumeproof.verify.vocabulary.expectation import Expect, Expectation
+from resumeproof.verify.vocabulary.findings import RESTORED, Determinism
 from tests.helpers import REPO
 
 HISTORY = [{"step": 1, "rows": [0, 1], "lr": 0.1, "loss": 1.0}, {"step": 2, "rows": [2, 3], "lr": 0.1, "loss": 0.5}]

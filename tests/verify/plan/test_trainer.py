@@ -1,13 +1,13 @@
 """What a verification runs and expects, decided before any process starts (verify/plan/trainer.py,
-verify/plan/expectation.py; the processes run by verify/run/trajectories.py and verify/verification.py are held in
+verify/vocabulary/expectation.py; the processes run by verify/run/trajectories.py and verify/verification.py are held in
 tests/e2e/test_verify_e2e.py)."""
 
 from pathlib import Path
 
 from resumeproof.common.protocol import CheckKind
 from resumeproof.verify.plan import trainer as trainer_plan
-from resumeproof.verify.plan.expectation import Expect
 from resumeproof.verify.settings import Settings
+from resumeproof.verify.vocabulary.expectation import Expect
 
 
 def settings(**overrides) -> Settings:

@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.table import Table
 
 from resumeproof.common.protocol import RESUMED
-from resumeproof.verify.judge.findings import CONCORDANT, DIVERGENT, Resume
 from resumeproof.verify.report import terminal
 from resumeproof.verify.report.result import Verification
+from resumeproof.verify.vocabulary.findings import CONCORDANT, DIVERGENT, Resume
 
 H200, A100 = {"name": "NVIDIA H200", "driver": "580.65"}, {"name": "NVIDIA A100", "driver": "570.1"}
 

@@ -12,11 +12,11 @@ from rich.console import Console
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.pytest_plugin import Outcome
 from resumeproof.verify.chaos.result import ChaosResult
-from resumeproof.verify.judge.findings import DIRECT, RESTORED, Check, Determinism, Diagnosis, Fault
-from resumeproof.verify.judge.spread import Band
 from resumeproof.verify.report import junit, markdown, terminal
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import SHOWN, failure
+from resumeproof.verify.vocabulary.band import Band
+from resumeproof.verify.vocabulary.findings import DIRECT, RESTORED, Check, Determinism, Diagnosis, Fault
 from tests.helpers import REPO
 
 REPORT = Path("runs/x/verification.json")

@@ -4,6 +4,7 @@ where the run key and every recorded source file match, each other case refused 
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,12 @@ def fresh(output: Path) -> Path:
     return output
 
 
-def settings(output: Path, previous: Path | None) -> Settings:
-    return Settings(**{**VERIFY, "output": output, "reuse_runs": previous})
+VERIFY_LAUNCH = Settings(**VERIFY).launch
+
+
+def reuser(output: Path, previous: Path | None) -> Callable[[Trajectory], bool]:
+    """What a verification into OUTPUT with --reuse-runs PREVIOUS asks of each trajectory before it runs."""
+    return reuse.reuser(previous, output, VERIFY_LAUNCH)
 
 
 @pytest.fixture
@@ -45,7 +50,7 @@ def earlier(tmp_path, monkeypatch):
         path.write_text("print('training')\n")
     a = tmp_path / "a"
     t = planned(a)
-    reuse.reuser(settings(a, None))(t)  # records its run key, as every verification does
+    reuser(a, None)(t)  # records its run key, as every verification does
     for folder in (t.output, t.log.parent, t.observe.record.parent):
         folder.mkdir(parents=True, exist_ok=True)
     (t.output / "ckpt_3.pt").write_bytes(b"weights")
@@ -63,7 +68,7 @@ def test_a_run_made_the_same_way_from_the_same_files_is_copied_with_its_folder_l
     a, _ = earlier
     b = fresh(tmp_path / "b")
     t = planned(b)
-    assert reuse.reuser(settings(b, a))(t)
+    assert reuser(b, a)(t)
     assert (t.reused_from, t.not_reused, t.exit_code) == (a, None, 0)
     assert (b / "continuous" / "ckpt_3.pt").read_bytes() == b"weights" and t.log.read_text() == "the log\n"
     assert sorted(p.name for p in (b / "observed").iterdir()) == ["continuous.json"]
@@ -82,7 +87,7 @@ def test_a_source_file_changed_touched_or_gone_runs_again_naming_it(earlier, tmp
     a, sources = earlier
     change(sources)
     t = planned(tmp_path / "b")
-    assert not reuse.reuser(settings(tmp_path / "b", a))(t)
+    assert not reuser(tmp_path / "b", a)(t)
     assert t.not_reused == said and t.reused_from is None and not t.output.exists()
 
 
@@ -96,12 +101,12 @@ def test_another_command_observer_setting_or_environment_is_another_run(earlier,
         ),
     }
     for said, t in cases.items():
-        assert not reuse.reuser(settings(b, a))(t) and t.not_reused == said
+        assert not reuser(b, a)(t) and t.not_reused == said
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "another test")  # volatile: not part of the run
-    assert reuse.reuser(settings(b, a))(planned(b))
+    assert reuser(b, a)(planned(b))
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     t = planned(tmp_path / "c")
-    assert not reuse.reuser(settings(tmp_path / "c", a))(t) and t.not_reused == "its environment differs"
+    assert not reuser(tmp_path / "c", a)(t) and t.not_reused == "its environment differs"
 
 
 def test_the_output_folder_is_read_as_one_token_never_a_prefix_of_another(tmp_path):
@@ -116,14 +121,11 @@ def test_the_output_folder_is_read_as_one_token_never_a_prefix_of_another(tmp_pa
     )
 
 
-VERIFY_LAUNCH = Settings(**VERIFY).launch
-
-
 def test_a_run_not_done_there_keyless_recordless_or_whose_input_ran_again_runs_again(earlier, tmp_path):
     a, _ = earlier
     document = json.loads((a / "verification.json").read_text())
     run = document["trajectories"]["continuous"]
-    b, reused = tmp_path / "b", reuse.reuser(settings(tmp_path / "b", a))
+    b, reused = tmp_path / "b", reuser(tmp_path / "b", a)
     resumed = planned(b, "resumed", after=("continuous",))
     assert not reused(resumed) and resumed.not_reused == "continuous ran again"
     for change, said in [
@@ -132,17 +134,14 @@ def test_a_run_not_done_there_keyless_recordless_or_whose_input_ran_again_runs_a
     ]:
         (a / "verification.json").write_text(json.dumps({"trajectories": {"continuous": {**run, **change}}}))
         t = planned(b)
-        assert not reuse.reuser(settings(b, a))(t) and t.not_reused == said
+        assert not reuser(b, a)(t) and t.not_reused == said
     (a / "verification.json").write_text(json.dumps(document))
     record = observation.record_file(a / "observed" / "continuous", None)
     record.write_text(json.dumps({"format": observation.FORMAT, "updates": {}}))
     t = planned(b)
-    assert (
-        not reuse.reuser(settings(b, a))(t)
-        and t.not_reused == "continuous.json names no source files (an earlier observer)"
-    )
+    assert not reuser(b, a)(t) and t.not_reused == "continuous.json names no source files (an earlier observer)"
     record.unlink()
-    assert not reuse.reuser(settings(b, a))(t) and t.not_reused == "no observer record there"
+    assert not reuser(b, a)(t) and t.not_reused == "no observer record there"
 
 
 @pytest.mark.parametrize(

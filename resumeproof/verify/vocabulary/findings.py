@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from resumeproof.common.protocol import CheckId, CheckKind
-from resumeproof.verify.judge.spread import Band
+from resumeproof.verify.vocabulary.band import Band
 
 CONCORDANT, DIVERGENT = "concordant", "divergent"
 WITHIN_SPREAD = "within-spread"  # a resume of a trainer that is not deterministic, inside its measured spread
