@@ -46,7 +46,7 @@ STAGES = (
     ("judge",),  # the checks and diagnoses
     ("chaos",),  # `resumeproof chaos`, whose result the terminal renders
     ("report",),  # the verification as one typed object, rendered
-    ("fork", "export", "script_verification"),  # the commands built on a verification's parts
+    ("fork", "export"),  # the commands built on a verification's parts
     ("verification",),  # one verification, end to end
 )
 FLOOR = {stage: floor for floor, stages in enumerate(STAGES) for stage in stages}

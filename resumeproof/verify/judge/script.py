@@ -13,17 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from resumeproof.common import observation
 from resumeproof.common.protocol import CONTINUOUS, PREEMPTED, REPEAT, REPEATS, CheckKind
 from resumeproof.verify.judge import first_update, preemption, recorded, recorded_tiers
-from resumeproof.verify.plan import script as script_plan
+from resumeproof.verify.plan.script import Observed, stopped
 from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.settings import Settings
 from resumeproof.verify.vocabulary.expectation import Expect, Expectation
 from resumeproof.verify.vocabulary.findings import Check, Determinism, Evaluated, Fault, Resume
 
-Observed = dict[int | None, observation.Observation]  # one record per rank (None: a process without a launcher)
 Records = Mapping[str, Observed]  # trajectory -> its records
 Entry = TypeVar("Entry", Resume, Fault)
 
@@ -150,8 +148,3 @@ def _within_spread(
     assert negative is not None, "the plan always holds the negative control"
     spread = replace(determinism, spread=band)
     return Evaluated(checks=checks, resumes=resumes, negative=negative, faults=faults, determinism=spread)
-
-
-def stopped(seen: Observed) -> int:
-    """The last update an interrupted run completed, from its first rank's record (the launcher's, if any)."""
-    return script_plan.stopped_at(script_plan.first_rank(seen))

@@ -13,7 +13,7 @@ fault one part's `load_state_dict`. verify/judge/recorded.py compares the record
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from resumeproof.common import observation
@@ -32,7 +32,16 @@ from resumeproof.verify.plan.trainer import OBSERVED, point_names
 from resumeproof.verify.run import inputs
 from resumeproof.verify.run.launch import Preempt
 from resumeproof.verify.run.trajectories import Observe, Trajectory, TrajectoryError
-from resumeproof.verify.settings import CHECKPOINT, EPOCH, RUN, RUN_EPOCHS, STEPS, Settings, primary_first
+from resumeproof.verify.settings import (
+    CHECKPOINT,
+    EPOCH,
+    RUN,
+    RUN_EPOCHS,
+    STEPS,
+    Settings,
+    SettingsError,
+    primary_first,
+)
 from resumeproof.verify.vocabulary.expectation import Expect, Expectation
 
 
@@ -91,6 +100,9 @@ def command(template: str, run: Path, steps: int, checkpoint: Path | None = None
 
 def checkpoint_of(s: Settings, run: Path, step: int) -> Path:
     return checkpoints.path(s, run, step)
+
+
+Observed = dict[int | None, observation.Observation]  # one record per rank (None: a process without a launcher)
 
 
 def build(s: Settings) -> list[Trajectory]:
@@ -166,6 +178,32 @@ def resumes(s: Settings, interrupted: Trajectory, k: int) -> list[Trajectory]:
     return out
 
 
+def expand(s: Settings, done: Trajectory) -> list[Trajectory]:
+    """What a finished process adds to the plan: an interrupted run's resumes, once it stopped."""
+    if done.observe is None or done.observe.stop is None:
+        return []
+    return resumes(s, done, stopped(observation.read_all(done.observe.record)))
+
+
+def inferred(s: Settings, trajectories: Sequence[Trajectory]) -> tuple[Settings, list[Trajectory], str | None]:
+    """The settings with what is read off the continuous run, and the interrupted runs they ask for: with --epochs
+    its N and updates per epoch; the points of `--interrupt-at epochs` or `checkpoints` (given points: that {epoch}
+    can name them). Where they cannot be read, why, with what was (N, the verification's length)."""
+    continuous = trajectories[0]
+    assert continuous.observe is not None
+    seen = observation.read_all(continuous.observe.record)
+    try:
+        s = checkpoints.measured(s, first_rank(seen))
+        if s.from_checkpoints:
+            s = replace(s, points=checkpoints.points(s, continuous.output), from_checkpoints=False)
+        elif s.infer_points:
+            s = replace(s, points=epoch_points(s, seen), infer_points=False)
+        checkpoints.at_epoch_ends(s)
+    except (TrajectoryError, SettingsError) as err:
+        return s, [], str(err)
+    return s, interrupted(s), None
+
+
 def _trajectory(
     s: Settings,
     name: str,
@@ -205,7 +243,7 @@ def accept(s: Settings, t: Trajectory) -> None:
         found = checkpoint_of(s, t.output, step)
         if not found.exists():
             raise TrajectoryError(f"no checkpoint at {found} after update {step}{checkpoints.hint(s, t.output)}")
-        t.left = inputs.take(found)  # before any resume starts: verify/script_verification.py checks it after all
+        t.left = inputs.take(found)  # before any resume starts: verify/report/assembled.py checks it after all
 
 
 def epoch_points(s: Settings, continuous: dict[int | None, observation.Observation]) -> tuple[int, ...]:
@@ -229,6 +267,11 @@ def epoch_points(s: Settings, continuous: dict[int | None, observation.Observati
 def first_rank(seen: dict[int | None, observation.Observation]) -> observation.Observation:
     """A trajectory's first record: the one process's, or rank 0's under a launcher."""
     return seen[min(seen, key=lambda rank: -1 if rank is None else rank)]
+
+
+def stopped(seen: Observed) -> int:
+    """The last update an interrupted run completed, from its first rank's record (the launcher's, if any)."""
+    return stopped_at(first_rank(seen))
 
 
 def stopped_at(seen: observation.Observation) -> int:

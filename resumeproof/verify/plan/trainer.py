@@ -30,9 +30,10 @@ from resumeproof.common.protocol import (
     CheckId,
     CheckKind,
 )
+from resumeproof.verify.plan import points
 from resumeproof.verify.run.launch import SIGNAL, Preempt
 from resumeproof.verify.run.trajectories import Observe, Trajectory
-from resumeproof.verify.settings import ALL, Settings
+from resumeproof.verify.settings import ALL, Settings, primary_first
 from resumeproof.verify.vocabulary.expectation import Expect, Expectation
 
 FLAT_FILE = "flat.bin"
@@ -84,6 +85,34 @@ def _trajectory(
 
 def _resume(s: Settings, name: str) -> list[str]:
     return [RESUME_FLAG, str(s.output / name / protocol.CHECKPOINT)]
+
+
+def first(s: Settings) -> list[Trajectory]:
+    """What runs first: the whole plan; with --interrupt-at epochs the continuous run alone, whose history gives the
+    points (`inferred`)."""
+    return [reference(s)] if s.deferred else build(s)
+
+
+def inferred(s: Settings, trajectories: Sequence[Trajectory]) -> tuple[Settings, list[Trajectory], str | None]:
+    """--interrupt-at epochs: the points read off the continuous run's history, and the rest of the plan; or why
+    the history cannot tell them."""
+    continuous = trajectories[0]
+    assert continuous.accepted is not None, "a continuous run that failed ends the verification before this"
+    try:
+        found = points.infer(continuous.accepted.summary.history).points(s.steps)
+    except points.EpochError as err:
+        return s, [], f"--interrupt-at epochs: {err}"
+    s = replace(s, points=primary_first(found), infer_points=False)
+    return s, [t for t in build(s, continuous) if t is not continuous], None
+
+
+def declared_faults(s: Settings, done: Trajectory) -> list[Trajectory]:
+    """--faults all: once the primary point ran, one fault per part it declares (or the standard set)."""
+    if ALL not in s.faults or done.name != INTERRUPTED or done.accepted is None:
+        return []
+    given = [part for part in s.faults if part != ALL]
+    declared = done.accepted.summary.declared_parts or protocol.STANDARD_PARTS
+    return faults(s, [part for part in declared if part not in given])
 
 
 def build(s: Settings, continuous: Trajectory | None = None) -> list[Trajectory]:

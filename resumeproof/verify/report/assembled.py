@@ -1,0 +1,135 @@
+"""A verification's result assembled from what ran and what the judge found, once every round ran
+(verify/verification.py): the last checks that can stop it (a resume that wrote its input, a restore that did not
+complete, records made with other fingerprints, --torch-load), then the `Verification` every report renders.
+
+A protocol trainer's: the environment its summaries report, the parts it declares, each checkpoint's check, the
+evaluation of its last round; a script's (`--observe`): the verifier's environment, each resume's input, what
+`resumeproof check` says of each interrupted run's checkpoint, and the judgement of the observer's records.
+"""
+
+from dataclasses import replace
+from pathlib import Path
+
+from resumeproof.common import observation, protocol
+from resumeproof.common.protocol import CONTINUOUS, CheckKind
+from resumeproof.verify.judge import applies, preemption
+from resumeproof.verify.judge import script as script_judge
+from resumeproof.verify.judge.asked import summaries_of
+from resumeproof.verify.plan import script as script_plan
+from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
+from resumeproof.verify.run import accept, environment, inputs, vet
+from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
+from resumeproof.verify.settings import Settings
+from resumeproof.verify.vocabulary.expectation import Expect
+from resumeproof.verify.vocabulary.findings import Evaluated
+
+
+def of_trainer(
+    s: Settings, trajectories: list[Trajectory], evaluated: Evaluated | None, error: str | None
+) -> Verification:
+    """A protocol trainer's result: judged where every restore completed and nothing failed."""
+    if error is None:
+        error = _restores_failed(trajectories) or (_torch_load_all(trajectories) if s.torch_load else None)
+    error = _inputs_unchanged(trajectories) or error  # a resume that wrote its input: the likely cause of any failure
+    summaries = summaries_of(trajectories)
+    ran_as = {t.name: ran(t) for t in trajectories}
+    result = Verification.asked(s, protocol.PROTOCOL, environment.of(summaries), ran_as, error)
+    declared = summaries[CONTINUOUS].declared_parts if CONTINUOUS in summaries else None
+    result = replace(result, parts=declared or ())
+    if error is not None or evaluated is None:
+        return result
+    checkpoints = [t.accepted.checkpoint.check(t.name) for t in trajectories if t.accepted is not None]
+    result = result.judged(evaluated, checkpoints)
+    if s.plot:
+        from resumeproof.verify.report import plot
+
+        divergent = {t.name for t in trajectories if t.expectation and t.expectation.kind is Expect.DIVERGENT}
+        result.plot = str(plot.write(s.output / "verification.png", summaries, s.atol, divergent))
+    return result
+
+
+def of_script(s: Settings, trajectories: list[Trajectory], error: str | None) -> Verification:
+    """A script's result: its records judged where they compare (made with the same fingerprints) and no resume
+    wrote its input."""
+    records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
+    records |= _courses(s, trajectories, records)
+    written = {t.name: said for t in trajectories if t.left and (said := inputs.changed([t.left]))}
+    error = next(iter(written.values()), None) or error  # a resume wrote its input: the likely cause of any failure
+    if error is None:  # digests compare only between records made with the same fingerprints
+        error = observation.comparable(seen for ranks in records.values() for seen in ranks.values())
+    left = {t.name: t.left for t in trajectories if t.left is not None}
+    ran_as = {t.name: _record(s, t, left, t.name in written, records) for t in trajectories}
+    # The verifier's environment: the trainer writes no meta to read its own from.
+    result = Verification.asked(s, observation.FORMAT, environment.of({}), ran_as, error)
+    if error is None:
+        result = result.judged(script_judge.evaluate(s, trajectories, records))
+        result.continuous_made = applies.overran(records[CONTINUOUS], s.steps)
+    return result
+
+
+def _restores_failed(trajectories: list[Trajectory]) -> str | None:
+    """A resume of 0 updates is the proof of a restore (verify/judge/summary_tiers.py): one that did not complete
+    leaves the verification without it."""
+    twins = [t for t in trajectories if t.expectation and t.expectation.id.kind is CheckKind.RESTORE]
+    return first_error(twins)
+
+
+def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
+    """A resume must read its checkpoint, never write it: re-hash every one resumed from, file by file, against the
+    digests it was accepted with before its resumes started; the first file that differs is named."""
+    resumed_from = {name for t in trajectories for name in t.after}
+    taken = [t.accepted.checkpoint for t in trajectories if t.name in resumed_from and t.accepted is not None]
+    return inputs.changed(inputs.accepted(info) for info in taken)
+
+
+def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
+    """Load every checkpoint with torch itself; the first refusal, if any."""
+    for t in trajectories:
+        if t.accepted is not None:
+            try:
+                t.accepted = replace(t.accepted, checkpoint=accept.with_torch(t.accepted.checkpoint))
+            except TrajectoryError as err:
+                t.error = f"{t.name}: {err}"
+                return t.error
+    return None
+
+
+def _courses(s: Settings, trajectories: list[Trajectory], records: script_judge.Records) -> script_judge.Records:
+    """A preempted job's course read off its records (verify/judge/preemption.py), kept with the job's record; its
+    restart's records, by their own name."""
+    restarts: dict[str, script_judge.Observed] = {}
+    for t in trajectories:
+        if t.preempted is not None and t.observe is not None and t.name in records:
+            base = observation.restarted(str(t.observe.record), {observation.RESTART_ENV: "1"})
+            restart = observation.read_all(Path(base))
+            t.preempted = preemption.course(t.preempted, records[t.name], restart or None, s.steps)
+            restarts |= {preemption.RESTART: restart} if restart else {}
+    return restarts
+
+
+def _record(
+    s: Settings, t: Trajectory, left: dict[str, inputs.Fingerprint], written: bool, records: script_judge.Records
+) -> TrajectoryRecord:
+    """A process as it ran; for a resume, what it started from; for an interrupted run that left its checkpoint,
+    what `check` says of that checkpoint, which the resumes loaded as the script's own (the verdict never rests
+    on it), unless a resume wrote into it (the error names the file)."""
+    as_run = ran(t)
+    if t.starts_from is not None:
+        return replace(as_run, started_from=_started_from(t, left))
+    if t.observe is None or t.observe.stop is None or t.status != DONE or written:  # written: no one's input now
+        return as_run
+    stopped = script_plan.stopped(records[t.name])  # read once, in verify
+    found = vet.vet(script_plan.checkpoint_of(s, t.output, stopped), advise=False)  # --observe takes no --allow-*
+    check = CheckedCheckpoint(str(found.path), str(found.verdict), found.line())
+    return replace(as_run, checkpoint_files=tuple(f.entry() for f in found.files), check=check)
+
+
+def _started_from(t: Trajectory, left: dict[str, inputs.Fingerprint]) -> dict[str, str | None]:
+    """A resume's input: the checkpoint its command named, the folder it is a copy of (--resume-from-run), and the
+    interrupted run's checkpoint's sha256 as fingerprinted before any resume started."""
+    source = left.get(t.after[0]) if t.after else None
+    return {
+        "checkpoint": str(t.starts_from),
+        "copy_of": str(t.copy_of) if t.copy_of is not None else None,
+        "sha256": source.sha256 if source is not None else None,
+    }
