@@ -7,7 +7,8 @@
 - `resumeproof.reference`, the bundled trainer, is built on the kit alone, like any user's;
 - the frameworks (Accelerate, Lightning, transformers) are imported only by the scripts that use them;
 - inside `resumeproof.verify`, its stages stand on floors (STAGES): a stage imports its own modules and the floors
-  below it, never one above or beside it; the words every stage shares are its ground floor, `vocabulary`.
+  below it, never one above or beside it; the words every stage shares are its ground floor, `vocabulary`; and so
+  inside verify/judge/ (JUDGE): the observer's records are judged without the summaries' rules.
 The rules are read off every import statement of every module, nested ones included. Then the
 verifier runs in a fresh interpreter where `import torch` fails (`sys.modules["torch"] = None`):
 a whole verification, chaos and `flat inspect`; the trainers it starts import torch as usual.
@@ -49,8 +50,11 @@ STAGES = (
     ("fork", "export"),  # the commands built on a verification's parts
     ("verification",),  # one verification, end to end
 )
+# judge/'s own floors: what both evidences share, the observer's records, the summaries read with them, the rounds
+JUDGE = (("compare", "parts", "preemption"), ("spread",), ("records",), ("summaries",), ("asked",))
+FLOORS = {"verify": STAGES, "verify.judge": JUDGE}  # a package -> its floors, from the ground up
 FLOOR = {stage: floor for floor, stages in enumerate(STAGES) for stage in stages}
-VERIFY = sorted((PACKAGE / "verify").rglob("*.py"))
+FLOORED = [(package, p) for package in FLOORS for p in sorted(PACKAGE.joinpath(*package.split(".")).rglob("*.py"))]
 # layer -> what it may import under `if TYPE_CHECKING:` alone, for mypy: observe/install.py names observe/observer.py's
 # class so that mypy checks the one against the other; at run time sitecustomize loads both by their paths
 TYPING_ONLY = {"observe": ("resumeproof.observe",)}
@@ -93,35 +97,51 @@ def test_each_layer_imports_only_what_lies_below_it(module: Path):
         assert not any(name == f or name.startswith(f"{f}.") for f in forbidden), f"resumeproof/{module}: {name}"
 
 
-def stage(module: str) -> str | None:
-    """The stage of verify/ a dotted module name lies in (`resumeproof.verify.judge.spread`: judge), else None."""
-    parts = module.split(".")
-    inside = parts[:2] == ["resumeproof", "verify"] and len(parts) > 2 and parts[2] != "__init__"
-    return parts[2] if inside else None
+def stage(module: str, package: str = "verify") -> str | None:
+    """The stage of `package` a dotted module name lies in (`resumeproof.verify.judge.spread`: judge of verify, spread
+    of verify.judge), else None."""
+    parts, inside = module.split("."), ["resumeproof", *package.split(".")]
+    below = parts[len(inside)] if parts[: len(inside)] == inside and len(parts) > len(inside) else None
+    return None if below == "__init__" else below
 
 
-def test_every_module_of_verify_lies_in_a_stage():
-    for path in VERIFY:
+@pytest.mark.parametrize("package", FLOORS)
+def test_every_module_lies_on_a_floor(package: str):
+    floors = {name for stages in FLOORS[package] for name in stages}
+    folder = PACKAGE.joinpath(*package.split("."))
+    for path in sorted(folder.rglob("*.py")):
         name = ".".join(path.relative_to(REPO).with_suffix("").parts)
-        assert path == PACKAGE / "verify" / "__init__.py" or stage(name) in FLOOR, name
+        assert path == folder / "__init__.py" or stage(name, package) in floors, name
 
 
-@pytest.mark.parametrize("module", [p.relative_to(PACKAGE) for p in VERIFY], ids=str)
-def test_no_stage_of_verify_imports_one_above_or_beside_it(module: Path):
-    own = stage(".".join(("resumeproof", *module.with_suffix("").parts)))
+@pytest.mark.parametrize(
+    ("package", "module"),
+    [
+        (package, p.relative_to(PACKAGE))
+        for package in FLOORS
+        for p in PACKAGE.joinpath(*package.split(".")).rglob("*.py")
+    ],
+    ids=str,
+)
+def test_no_stage_imports_one_above_or_beside_it(package: str, module: Path):
+    floor = {name: n for n, stages in enumerate(FLOORS[package]) for name in stages}
+    own = stage(".".join(("resumeproof", *module.with_suffix("").parts)), package)
     for name, _ in imported(PACKAGE / module):
-        other = stage(name)
+        other = stage(name, package)
         if own is None or other is None or other == own:
             continue
-        assert FLOOR[other] < FLOOR[own], f"resumeproof/{module} ({own}) imports {name} ({other})"
+        assert floor[other] < floor[own], f"resumeproof/{module} ({own}) imports {name} ({other})"
 
 
-def test_the_floors_catch_the_judge_importing_a_report(tmp_path):
-    """The negative control of the floors: a judge that imports the report runs back up, found inside a function."""
+def test_the_floors_catch_the_judge_importing_a_report_and_the_records_the_summaries(tmp_path):
+    """The negative control of the floors: imports that run back up are found, inside a function too."""
     module = tmp_path / "bad.py"
     module.write_text("def f():\n    from resumeproof.verify.report import result\n")
     found = [stage(name) for name, _ in imported(module)]
     assert found == ["report"] and FLOOR["report"] > FLOOR["judge"]
+    module.write_text("from resumeproof.verify.judge.summaries.diagnosis import Context\n")
+    assert [stage(name, "verify.judge") for name, _ in imported(module)] == ["summaries"]
+    assert JUDGE.index(("summaries",)) > JUDGE.index(("records",))
 
 
 def test_the_rules_catch_a_kit_module_that_imports_the_verifier(tmp_path):

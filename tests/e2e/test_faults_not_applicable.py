@@ -1,6 +1,6 @@
 """`--faults all` under `verify --observe` blocks every restore the observer can block; a script that never calls one
 (no scheduler object, no GradScaler on the CPU) resumes exactly all the same. Such a fault is not applicable: the
-verification passes and every report lists it with the call the script never made (verify/judge/applies.py). The
+verification passes and every report lists it with the call the script never made (verify/judge/records/applies.py). The
 same for the negative control of a script that restores no generator through a setter (it seeds again, as nanoGPT
 does): not applicable, never "divergent". Two styles: a transformers `Trainer` script through HfArgumentParser
 (examples/unmodified/hf_trainer.py on the CPU: no GradScaler) and a plain loop in nanoGPT's shape

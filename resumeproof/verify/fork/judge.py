@@ -3,7 +3,7 @@ each branch continue the original run's history, does the control reproduce the 
 own repeat), does each branch's first update start from the control's inputs; and where each parts from the control.
 
 Each finding is a `Check` (verify/vocabulary/findings.py) with its identity. The first update is held as
-verify/judge/first_update.py holds a resume's against the continuous run, with the control in the continuous run's
+judge/records/first_update.py holds a resume's against the continuous run, with the control in the continuous run's
 place: its records numbered by global update, and the generator states it restored as the state the update before the
 fork ended with.
 """
@@ -14,8 +14,9 @@ from resumeproof.common import observation as o
 from resumeproof.common.protocol import CONTROL, CONTROL_REPEAT, CheckId, CheckKind
 from resumeproof.verify.fork.original import Original
 from resumeproof.verify.fork.result import BranchResult, Point
-from resumeproof.verify.judge import compare, first_update
-from resumeproof.verify.judge.first_update import Observed
+from resumeproof.verify.judge import compare
+from resumeproof.verify.judge.records import first_update
+from resumeproof.verify.judge.records.first_update import Observed
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.vocabulary.findings import Check
 

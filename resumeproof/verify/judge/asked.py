@@ -1,7 +1,7 @@
 """What a verification's runs so far ask for before its verdict: the judge's side of the rounds the pipeline runs
 (verify/verification.py), asked again after each round until nothing new is asked for.
 
-A protocol trainer is evaluated with every piece of evidence in hand (verify/judge/evidence.py): a failed comparison
+A protocol trainer is evaluated with every piece of evidence in hand (judge/summaries/evidence.py): a failed comparison
 asks for the repeat; a resume whose cause is unknown, once the repeat showed the trainer deterministic, for the
 probes (a resume without one candidate part each); a trainer that differs from itself for its other repeats and a
 resume of 0 updates beside each resume (the two tiers); a negative control that changed nothing for the seeded run.
@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 from resumeproof.common import observation, protocol
 from resumeproof.common.protocol import CONTINUOUS, FLAT, REPEAT, REPEATS, RESUMED
-from resumeproof.verify.judge import evidence, recorded
-from resumeproof.verify.judge.diagnosis import Context
-from resumeproof.verify.judge.evidence import Evidence
-from resumeproof.verify.judge.first_update import repeatable
-from resumeproof.verify.judge.summaries import evaluate
+from resumeproof.verify.judge.records import recorded
+from resumeproof.verify.judge.records.first_update import repeatable
+from resumeproof.verify.judge.summaries import evidence
+from resumeproof.verify.judge.summaries.diagnosis import Context
+from resumeproof.verify.judge.summaries.evidence import Evidence
+from resumeproof.verify.judge.summaries.trainer import evaluate
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.plan import trainer as trainer_plan
 from resumeproof.verify.run.summary import Summary

@@ -4,7 +4,7 @@ Same structure (keys, lengths, JSON type at every place: an int is not a float),
 `atol` with no relative tolerance, strings, booleans and null equal. NaN never matches. An infinity
 matches the same infinity only inside `state` (a stock ReduceLROnPlateau holds `mode_worse = inf`),
 and every such place is kept in `nonfinite` so that the report flags it; anywhere else (a loss, an
-lr, an eval) a non-finite number is a failure. A match is not a usable output: verify/judge/finite.py fails
+lr, an eval) a non-finite number is a failure. A match is not a usable output: verify/judge/summaries/finite.py fails
 the non-finite numbers of the model's and the optimizer's state. Mismatches are reported by path, e.g.
 `history[6].rows`.
 """

@@ -1,7 +1,7 @@
 """A preempted trajectory's course (--preempt), judged from what Slurm and the job's own loss.jsonl say of it.
 
 A job Slurm preempted must have been restarted once and have gone on from where it stopped; only then is its end a
-resume's, judged as any resume against the continuous run (its RESUME check, verify/judge/summaries.py). Each other
+resume's, judged as any resume against the continuous run (its RESUME check, judge/summaries/trainer.py). Each other
 course a user meets fails this check with its own sentence: never requeued (the signal reached no process that
 stopped, or the process stopped and nothing requeued the job), requeued more than once, started over from update 0
 (a job that never finishes is not a resume, even where its end matches), or replayed from an older checkpoint than

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from resumeproof.common.protocol import CheckId
 from resumeproof.verify.judge.compare import compare
 from resumeproof.verify.vocabulary.band import FACTOR, VARIES, Band
+from resumeproof.verify.vocabulary.findings import OUTSIDE_SPREAD, Check, Diagnosis
 
 Records = Mapping[int, Mapping[str, Any]]  # update -> a record's fields (a history record, an observed update)
 
@@ -173,3 +175,31 @@ def _at(end: Mapping[str, Any], path: str) -> Any:
     key, _, sub = path.partition(".")
     tree = end.get(key)
     return tree.get(sub) if sub and isinstance(tree, dict) else tree
+
+
+def outside_check(check_id: CheckId, name: str, outside: Outside | None, restore: Check | None) -> Check:
+    """The trajectory tier of one run: inside the band, or where it first left it. Its diagnosis is the restore's
+    where the restore differs (the proof names the part), else it names none: state the restore cannot see, or a
+    spread its repeats underestimated."""
+    why = restore.diagnosis if restore is not None and not restore.passed else None
+    if outside is not None and why is None:
+        why = outside_diagnosis(outside)
+    return Check(
+        id=check_id,
+        name=name,
+        passed=outside is None,
+        max_abs_diff=outside.distance if outside is not None else None,
+        first_mismatch=outside.path if outside is not None else None,
+        detail=outside.said() if outside is not None else None,
+        diagnosis=why if outside is not None else None,
+        first_update=outside.step if outside is not None else None,
+    )
+
+
+def outside_diagnosis(outside: Outside) -> Diagnosis:
+    explanation = (
+        "what the resume starts from equals what was saved, yet the run leaves the trainer's own run-to-run spread: "
+        "state the summary does not report (a Python attribute, a generator it does not peek) or whose saved value "
+        "a fresh start shares at this point, or a spread its repeats underestimate"
+    )
+    return Diagnosis(lost=(), rule=OUTSIDE_SPREAD, step=outside.step, evidence=outside.said(), explanation=explanation)

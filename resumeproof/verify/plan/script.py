@@ -8,7 +8,7 @@ flags), `{checkpoint}` the interrupted run's checkpoint, from `--checkpoint` (`{
 run's directory, `{step}` its last completed update). Every process is watched (resumeproof/observe/): the
 continuous run and its repeat record every update, an interrupted run is ended by the observer after update k,
 every resume records every update it runs, the negative control has the generators' setters blocked, and each
-fault one part's `load_state_dict`. verify/judge/recorded.py compares the records.
+fault one part's `load_state_dict`. verify/judge/records/recorded.py compares the records.
 """
 
 import shlex
@@ -147,7 +147,7 @@ def interrupted(s: Settings) -> list[Trajectory]:
     plan = []
     for k in s.points if not s.deferred else ():
         name = point_names(k, k == s.primary)[0]
-        # its first update too: which module attributes training changes (judge/first_update.changing)
+        # its first update too: which module attributes training changes (judge/records/first_update.changing)
         watch = Observe(s.output / OBSERVED / name, f"1,{k}-{k + 1}", stop=(s.stop, k))
         plan.append(_trajectory(s, name, s.train_cmd, watch))
     return plan
@@ -155,7 +155,7 @@ def interrupted(s: Settings) -> list[Trajectory]:
 
 def resumes(s: Settings, interrupted: Trajectory, k: int) -> list[Trajectory]:
     """The resumes from an interrupted run that stopped after update `k`, each with what the judge holds it to
-    (verify/judge/script.py): the full resume concordant, and from the primary point the negative control (the
+    (verify/judge/records/script.py): the full resume concordant, and from the primary point the negative control (the
     generators' setters blocked) and one fault per part (its restore blocked) divergent. With --resume-from-run each
     runs in a copy of the interrupted run's folder, made as it starts, and `{checkpoint}` names the checkpoint in
     that copy."""

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from resumeproof.common import observation, protocol
 from resumeproof.common.protocol import CONTINUOUS, CheckKind
-from resumeproof.verify.judge import applies, preemption
-from resumeproof.verify.judge import script as script_judge
+from resumeproof.verify.judge import preemption
 from resumeproof.verify.judge.asked import summaries_of
+from resumeproof.verify.judge.records import applies
+from resumeproof.verify.judge.records import script as script_judge
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
 from resumeproof.verify.run import accept, environment, inputs, vet
@@ -68,7 +69,7 @@ def of_script(s: Settings, trajectories: list[Trajectory], error: str | None) ->
 
 
 def _restores_failed(trajectories: list[Trajectory]) -> str | None:
-    """A resume of 0 updates is the proof of a restore (verify/judge/summary_tiers.py): one that did not complete
+    """A resume of 0 updates is the proof of a restore (judge/summaries/summary_tiers.py): one that did not complete
     leaves the verification without it."""
     twins = [t for t in trajectories if t.expectation and t.expectation.id.kind is CheckKind.RESTORE]
     return first_error(twins)

@@ -198,7 +198,7 @@ class Verification:
 
     @property
     def not_applicable(self) -> dict[str, str]:
-        """The faults that blocked nothing, each with the call the script never made (judge/applies.py)."""
+        """The faults that blocked nothing, each with the call the script never made (judge/records/applies.py)."""
         return {part: fault.not_applicable for part, fault in self.faults.items() if fault.not_applicable is not None}
 
     @property

@@ -168,7 +168,7 @@ def coverage_note(v: Verification) -> str | None:
 
 
 def unusable_lines(v: Verification) -> list[str]:
-    """Where a run's output holds a number that is not finite (verify/judge/finite.py): one line per failed check."""
+    """Where a run's output holds a number that is not finite (judge/summaries/finite.py): one line per failed check."""
     return [f"{c.id.trajectory}: {c.detail}" for c in v.of_kind(CheckKind.FINITE) if not c.passed and c.detail]
 
 

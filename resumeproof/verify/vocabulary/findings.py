@@ -18,7 +18,9 @@ from resumeproof.verify.vocabulary.band import Band
 CONCORDANT, DIVERGENT = "concordant", "divergent"
 WITHIN_SPREAD = "within-spread"  # a resume of a trainer that is not deterministic, inside its measured spread
 UNKNOWN = "unknown"  # a diagnosis that names no part: here is the evidence instead
-DIRECT = "first-update"  # the rule of a diagnosis read off the first resumed update itself (judge/first_update.py)
+DIRECT = (
+    "first-update"  # the rule of a diagnosis read off the first resumed update itself (judge/records/first_update.py)
+)
 SECOND = "second-update"  # read off the second resumed update, the first one the same in every input and output
 RESTORED = "restore"  # the rule of a diagnosis read off a resume of 0 updates against what was saved (summary_tiers)
 COUNTED = "update-count"  # every update a resume made is the continuous run's, but not as many as were left

@@ -9,7 +9,7 @@ from resumeproof.common.protocol import CheckKind
 from resumeproof.verify.fork import judge as fork_judge
 from resumeproof.verify.fork.original import Original
 from resumeproof.verify.run.summary import Summary
-from tests.verify.judge.test_first_update import PARTS, observed, update
+from tests.verify.judge.records.test_first_update import PARTS, observed, update
 
 K, N = 3, 2  # the fork point, and the updates of each branch
 

@@ -1,5 +1,5 @@
 """Interruption points: the epochs of a history, read off its row ids (the coverage a verification reports
-is held end to end in tests/verify/judge/test_diagnosis.py)."""
+is held end to end in tests/verify/judge/summaries/test_diagnosis.py)."""
 
 import pytest
 

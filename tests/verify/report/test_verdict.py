@@ -281,7 +281,7 @@ def test_a_failed_chaos_run_says_which_of_its_claims_does_not_hold():
 def test_a_pass_with_faults_that_did_not_apply_lists_them_in_every_report_and_junit_skips_them(tmp_path):
     """`--faults all` under --observe on a script with no scheduler and no GradScaler: those two faults blocked
     nothing, so the verification passes and every report says which call the script never made."""
-    from resumeproof.verify.judge import applies
+    from resumeproof.verify.judge.records import applies
 
     faults, checks = {}, [check(CheckKind.RESUME, "resumed", passed=True)]
     for part in ("model", "optimizer"):

@@ -6,8 +6,8 @@ from typing import Any
 
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import STANDARD_PARTS
-from resumeproof.verify.judge import first_update
-from resumeproof.verify.judge.first_update import own_part, restored
+from resumeproof.verify.judge.records import first_update
+from resumeproof.verify.judge.records.first_update import own_part, restored
 
 PARTS = ("model", "optimizer", "scheduler", "scaler", "rng-numpy", "rng-torch", "data")
 GENERATORS = {o.KIT: {"numpy": "n0", "torch": "t0"}, o.GLOBAL: {"python": "p0", "torch": "t0"}}

@@ -3,8 +3,8 @@
 import copy
 
 from resumeproof.common.protocol import STANDARD_PARTS
-from resumeproof.verify.judge import evidence
-from resumeproof.verify.judge.diagnosis import Context
+from resumeproof.verify.judge.summaries import evidence
+from resumeproof.verify.judge.summaries.diagnosis import Context
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.vocabulary.findings import Diagnosis
 

@@ -4,7 +4,7 @@ forward pass, the batch, the model, the generators drawn in it, the loss, the gr
 optimizer's state, the LR schedulers, the param groups' hyper-parameters, the parameters after the step. The first
 thing that differs is the diagnosis, with what was the same before it as its evidence.
 
-Which generator is evidence, and what its state says, is verify/judge/first_generators.py's.
+Which generator is evidence, and what its state says, is verify/judge/records/first_generators.py's.
 """
 
 import dataclasses
@@ -27,8 +27,8 @@ from resumeproof.common.protocol import (
     SCHEDULER,
     generator_of,
 )
-from resumeproof.verify.judge.diagnosis import ALIASES, part_for
-from resumeproof.verify.judge.first_generators import (
+from resumeproof.verify.judge.parts import ALIASES, part_for
+from resumeproof.verify.judge.records.first_generators import (
     ANOTHER_RESUME,
     BEFORE_FORWARD,
     CONTINUOUS_RUN,

@@ -6,9 +6,9 @@ import math
 from pathlib import Path
 
 from resumeproof.common.protocol import CONTINUOUS, INTERRUPTED, RESUMED, RESUMED_NO_RNG, STANDARD_PARTS, CheckKind
-from resumeproof.verify.judge.evidence import Evidence
-from resumeproof.verify.judge.summaries import NO_RANDOM_STATE
-from resumeproof.verify.judge.summaries import evaluate as evaluate_read
+from resumeproof.verify.judge.summaries.evidence import Evidence
+from resumeproof.verify.judge.summaries.trainer import NO_RANDOM_STATE
+from resumeproof.verify.judge.summaries.trainer import evaluate as evaluate_read
 from resumeproof.verify.plan import trainer as trainer_plan
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.settings import Settings

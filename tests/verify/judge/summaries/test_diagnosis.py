@@ -5,8 +5,8 @@ import copy
 import pytest
 
 from resumeproof.common.protocol import STANDARD_PARTS
-from resumeproof.verify.judge import diagnosis
-from resumeproof.verify.judge.diagnosis import RULES, Context, part_for
+from resumeproof.verify.judge.summaries import diagnosis
+from resumeproof.verify.judge.summaries.diagnosis import RULES, Context
 from resumeproof.verify.run.summary import Summary
 from tests.helpers import TRAINERS, read_verification, run_verify
 
@@ -154,39 +154,6 @@ def test_another_loss_on_the_same_batch_names_no_part_it_could_be_the_model_or_a
 
     found = diagnose(summary(), changed(first), Context(resumed_at=3, parts=STANDARD_PARTS))
     assert found is not None and found.lost == () and "a generator the summary does not report" in found.explanation
-
-
-def test_a_name_of_the_same_kind_as_a_part_of_its_own_points_to_it():
-    own = ("net", "opt", "ema", "scaler", "order", "rng-shuffle")
-    assert [part_for(n, own) for n in ("params", "model", "optimizer", "data", "scale")] == [
-        "net",
-        "net",
-        "opt",
-        "order",
-        "scaler",
-    ]
-    assert part_for("params", ("net", "weights")) is None  # two parts of the kind: no one of them is named
-
-
-@pytest.mark.parametrize(
-    ("name", "part"),
-    [
-        ("params", "model"),
-        ("scale", "scaler"),
-        ("teacher", "ema"),
-        ("optim", "optimizer"),
-        ("sampler", "data"),
-        ("loss_scale", "scaler"),
-        ("rng-numpy", "rng-numpy"),
-        ("lr_sched", "scheduler"),
-        ("n_averaged", "ema"),
-        ("weights_ema", None),
-        ("foo", None),
-    ],
-)
-def test_names_map_to_declared_parts_only(name, part):
-    assert part_for(name, (*STANDARD_PARTS, "scaler", "ema")) == part
-    assert part_for("teacher", STANDARD_PARTS) is None  # ema not declared: no part to name
 
 
 def test_every_rule_is_in_the_documented_table():

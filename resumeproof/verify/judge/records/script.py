@@ -1,11 +1,11 @@
 """Judge an unmodified script (`verify --observe`) from the observer's records alone, into the same `Evaluated` a
-protocol trainer's summaries give (verify/judge/summaries.py), so that one report is made from either.
+protocol trainer's summaries give (verify/judge/summaries/trainer.py), so that one report is made from either.
 
 Determinism first: the continuous run against its repeat. Then each resume by the `Expectation` the plan gave it
 (verify/plan/script.py), as a protocol trainer's trajectories are: a full resume concordant, the negative control and
-each fault divergent. A script that repeats itself is judged bit for bit (verify/judge/recorded.py): each resume's
+each fault divergent. A script that repeats itself is judged bit for bit (judge/records/recorded.py): each resume's
 restore and every update after it, the negative control and each fault from the primary point. One that differs from
-itself is judged in two tiers (verify/judge/recorded_tiers.py): each restore bit for bit, each trajectory within the
+itself is judged in two tiers (judge/records/recorded_tiers.py): each restore bit for bit, each trajectory within the
 spread its repeats measured.
 """
 
@@ -14,7 +14,8 @@ from dataclasses import replace
 from typing import TypeVar
 
 from resumeproof.common.protocol import CONTINUOUS, PREEMPTED, REPEAT, REPEATS, CheckKind
-from resumeproof.verify.judge import first_update, preemption, recorded, recorded_tiers
+from resumeproof.verify.judge import preemption
+from resumeproof.verify.judge.records import first_update, recorded, recorded_tiers
 from resumeproof.verify.plan.script import Observed, stopped
 from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.trajectories import Trajectory
@@ -126,7 +127,7 @@ def _within_spread(
     records: Records, held: list[tuple[Trajectory, Expectation]], determinism: Determinism, check: Check
 ) -> Evaluated:
     """A script that differs from itself: each resume by its restore and its trajectory within the measured spread,
-    the negative control and the faults at their restore (verify/judge/recorded_tiers.py)."""
+    the negative control and the faults at their restore (verify/judge/records/recorded_tiers.py)."""
     band = recorded_tiers.measured({name: records[name] for name in (CONTINUOUS, *REPEATS)})
     name = "the script differs from itself: each resume is judged by its restore and its measured spread"
     checks: list[Check] = [replace(check, name=name, passed=True)]

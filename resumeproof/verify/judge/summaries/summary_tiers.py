@@ -48,19 +48,20 @@ from resumeproof.common.protocol import (
     CheckId,
     CheckKind,
 )
-from resumeproof.verify.judge import recorded, spread
+from resumeproof.verify.judge import spread
 from resumeproof.verify.judge.compare import compare_keys, merge
-from resumeproof.verify.judge.diagnosis import Context, facts, identical, part_for
-from resumeproof.verify.judge.first_generators import ANOTHER_RESUME
-from resumeproof.verify.judge.held import NO_RANDOM_STATE, Against, Held, compared, resume_entry
-from resumeproof.verify.judge.spread import Outside, Run, measure
+from resumeproof.verify.judge.parts import part_for
+from resumeproof.verify.judge.records import recorded
+from resumeproof.verify.judge.records.first_generators import ANOTHER_RESUME
+from resumeproof.verify.judge.spread import Run, measure, outside_check, outside_diagnosis
+from resumeproof.verify.judge.summaries.diagnosis import Context, facts, identical
+from resumeproof.verify.judge.summaries.held import NO_RANDOM_STATE, Against, Held, compared, resume_entry
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.vocabulary.band import Band
 from resumeproof.verify.vocabulary.expectation import Expect, Expectation
 from resumeproof.verify.vocabulary.findings import (
     DIVERGENT,
-    OUTSIDE_SPREAD,
     RESTORED,
     WITHIN_SPREAD,
     Check,
@@ -238,34 +239,6 @@ def _with_inputs(restore: Restored, inputs: Check | None) -> Restored:
         return Restored(replace(inputs, resumed_at=restore.check.resumed_at), ("inputs",), 1)
     name = f"{restore.check.name}, and its first update fed as {ANOTHER_RESUME} and {EVERY_RUN} are"
     return replace(restore, check=replace(restore.check, name=name, detail=inputs.detail))
-
-
-def outside_check(check_id: CheckId, name: str, outside: Outside | None, restore: Check | None) -> Check:
-    """The trajectory tier of one run: inside the band, or where it first left it. Its diagnosis is the restore's
-    where the restore differs (the proof names the part), else it names none: state the restore cannot see, or a
-    spread its repeats underestimated."""
-    why = restore.diagnosis if restore is not None and not restore.passed else None
-    if outside is not None and why is None:
-        why = outside_diagnosis(outside)
-    return Check(
-        id=check_id,
-        name=name,
-        passed=outside is None,
-        max_abs_diff=outside.distance if outside is not None else None,
-        first_mismatch=outside.path if outside is not None else None,
-        detail=outside.said() if outside is not None else None,
-        diagnosis=why if outside is not None else None,
-        first_update=outside.step if outside is not None else None,
-    )
-
-
-def outside_diagnosis(outside: Outside) -> Diagnosis:
-    explanation = (
-        "what the resume starts from equals what was saved, yet the run leaves the trainer's own run-to-run spread: "
-        "state the summary does not report (a Python attribute, a generator it does not peek) or whose saved value "
-        "a fresh start shares at this point, or a spread its repeats underestimate"
-    )
-    return Diagnosis(lost=(), rule=OUTSIDE_SPREAD, step=outside.step, evidence=outside.said(), explanation=explanation)
 
 
 def within_spread(t: Trajectory, e: Expectation, a: Against) -> Held:

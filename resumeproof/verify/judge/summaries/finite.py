@@ -5,7 +5,7 @@ ReduceLROnPlateau holds `best` and `mode_worse = inf` by design, and an exact re
 an optimizer moment that is not finite is another matter: however exactly it resumes, the run's output is not
 usable, and the founding protocol flags it instead of accepting it. So the continuous run's history, `next` and
 `eval`, and the keys of `state` that name the declared model or optimizer part (`model`, `params`, `net`, `opt`,
-...: `diagnosis.part_for`), must hold finite numbers only. The check fails with their paths (exit 1) and blames
+...: `parts.part_for`), must hold finite numbers only. The check fails with their paths (exit 1) and blames
 no part: nothing was lost. Identical infinities in other parts' bookkeeping still match, listed in `nonfinite`.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from resumeproof.common.protocol import COMPARED_KEYS, CONTINUOUS, MODEL, OPTIMIZER, STATE, CheckId, CheckKind
 from resumeproof.verify.judge.compare import join
-from resumeproof.verify.judge.diagnosis import part_for
+from resumeproof.verify.judge.parts import part_for
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.vocabulary.findings import Check
 

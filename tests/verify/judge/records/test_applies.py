@@ -1,13 +1,14 @@
-"""A negative control or a fault of `verify --observe` that blocked nothing is not applicable (verify/judge/applies.py):
-whatever its run did, the script's own resume did it, so it neither catches nor fails, and it says which call the
-script never made; in both tiers, whether its run diverged or not. A continuous run longer than --steps is said."""
+"""A negative control or a fault of `verify --observe` that blocked nothing is not applicable
+(judge/records/applies.py): whatever its run did, the script's own resume did it, so it neither catches nor fails,
+and it says which call the script never made; in both tiers, whether its run diverged or not. A continuous run
+longer than --steps is said."""
 
 import pytest
 
 from resumeproof.common import observation as o
-from resumeproof.verify.judge import applies, recorded, recorded_tiers
+from resumeproof.verify.judge.records import applies, recorded, recorded_tiers
 from resumeproof.verify.vocabulary.findings import NOT_APPLICABLE, FaultStatus
-from tests.verify.judge.test_recorded import CONTINUOUS, seen, update
+from tests.verify.judge.records.test_recorded import CONTINUOUS, seen, update
 
 K = 3
 FULL = seen({n - K: update(loss=f"l{n}", params=f"p{n}", torch_state=f"t{n}") for n in range(4, 7)})

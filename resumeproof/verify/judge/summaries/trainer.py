@@ -1,12 +1,12 @@
 """Hold every trajectory's summary against the continuous run: the checks, each resume's deviation, the faults.
 
-Determinism comes first: when the trainer differs from itself (verify/judge/evidence.py), every failed
+Determinism comes first: when the trainer differs from itself (verify/judge/summaries/evidence.py), every failed
 comparison says so and no part is blamed. Otherwise every run that differs from the continuous one
-gets a diagnosis (verify/judge/diagnosis.py), confirmed by the probes where the rules cannot tell; every
+gets a diagnosis (verify/judge/summaries/diagnosis.py), confirmed by the probes where the rules cannot tell; every
 run that must differ is also held against the full resume, so that a fault or a negative control
 that computed exactly what the full resume computed is reported as such. The continuous run's output must be
 usable: a number that is not finite in the model's or the optimizer's state, the history, `next` or `eval` fails
-its own check (verify/judge/finite.py), whatever the comparisons matched.
+its own check (verify/judge/summaries/finite.py), whatever the comparisons matched.
 
 `evaluate` hands each trajectory to the function of its expectation: a history prefix, a resume that
 must be concordant, the negative control, a fault.
@@ -19,11 +19,13 @@ from typing import Any
 from resumeproof.common import protocol
 from resumeproof.common.flatfile import LOST as FLAT_CAUSE
 from resumeproof.common.protocol import CONTINUOUS, FLAT, REPEAT, RESUMED, CheckId, CheckKind
-from resumeproof.verify.judge import evidence, finite, first_update, preemption, summary_tiers
+from resumeproof.verify.judge import preemption
 from resumeproof.verify.judge.compare import Comparison, compare
-from resumeproof.verify.judge.diagnosis import diagnose, identical
-from resumeproof.verify.judge.evidence import Evidence
-from resumeproof.verify.judge.held import NO_RANDOM_STATE, Against, Held, Summaries, compared, resume_entry
+from resumeproof.verify.judge.records import first_update
+from resumeproof.verify.judge.summaries import evidence, finite, summary_tiers
+from resumeproof.verify.judge.summaries.diagnosis import diagnose, identical
+from resumeproof.verify.judge.summaries.evidence import Evidence
+from resumeproof.verify.judge.summaries.held import NO_RANDOM_STATE, Against, Held, Summaries, compared, resume_entry
 from resumeproof.verify.plan import points
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory
@@ -40,7 +42,7 @@ def evaluate(
     tiers_allowed: bool = True,
 ) -> Evaluated:
     """Check every expectation against the continuous run, with the evidence gathered so far. A trainer that differs
-    from itself is judged by the two tiers (verify/judge/summary_tiers.py) once its repeats ran, unless
+    from itself is judged by the two tiers (verify/judge/summaries/summary_tiers.py) once its repeats ran, unless
     `tiers_allowed` is False (--require-deterministic): then it is not deterministic, and nothing else is said."""
     cont = summaries[CONTINUOUS]
     tried = [k for t in trajectories if (k := _point(t)) is not None]
@@ -144,7 +146,7 @@ def _fault(t: Trajectory, e: Expectation, a: Against) -> Held:
 
 def _diagnosis(t: Trajectory, e: Expectation, a: Against, other: Summary) -> Diagnosis | None:
     """Why a run differs from the continuous one: the first resumed update as the observer saw it (direct evidence,
-    verify/judge/first_update.py), else the rules on the summaries (verify/judge/diagnosis.py); then for the primary
+    judge/records/first_update.py), else the rules on the summaries (judge/summaries/diagnosis.py); then for the primary
     resume the probes that reproduce it exactly; a trainer that differs from itself has every difference explained by
     that."""
     seen = a.found.observed

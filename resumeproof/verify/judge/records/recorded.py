@@ -17,7 +17,7 @@ from typing import Any
 from resumeproof.common import observation as o
 from resumeproof.common import protocol
 from resumeproof.common.protocol import FAULT_PREFIX, REPEAT, RESUMED_NO_RNG, CheckId, CheckKind
-from resumeproof.verify.judge import applies, first_update
+from resumeproof.verify.judge.records import applies, first_update
 from resumeproof.verify.vocabulary.findings import (
     CONCORDANT,
     COUNTED,
@@ -233,8 +233,8 @@ def negative(
     continuous: Observed, control: Observed, full: Observed, k: int, atol: float = 0.0
 ) -> tuple[Resume, Check]:
     """The resume with the generators' setters blocked must diverge. Where it blocked nothing it is not applicable
-    (judge/applies.py); where it blocked them and nothing after update k draws from them, it is without power. Either
-    way no lost generator could show, so none is blamed."""
+    (judge/records/applies.py); where it blocked them and nothing after update k draws from them, it is without
+    power. Either way no lost generator could show, so none is blamed."""
     reason = applies.control_reason(control)
     if reason is not None:
         return applies.control(k, reason)

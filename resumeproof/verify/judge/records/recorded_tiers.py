@@ -16,9 +16,9 @@ from typing import Any
 
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import FAULT_PREFIX, RESUMED_NO_RNG, CheckId, CheckKind
-from resumeproof.verify.judge import applies, recorded, spread
-from resumeproof.verify.judge.spread import Run, measure
-from resumeproof.verify.judge.summary_tiers import outside_check
+from resumeproof.verify.judge import spread
+from resumeproof.verify.judge.records import applies, recorded
+from resumeproof.verify.judge.spread import Run, measure, outside_check
 from resumeproof.verify.vocabulary.band import Band
 from resumeproof.verify.vocabulary.findings import DIVERGENT, WITHIN_SPREAD, Check, Fault, Resume
 
@@ -66,7 +66,7 @@ def resume(
 
 def negative(interrupted: Observed, control: Observed, k: int) -> tuple[Resume, Check]:
     """The resume with the generators' setters blocked must differ at its restore; where it blocked nothing, it is not
-    applicable (judge/applies.py)."""
+    applicable (judge/records/applies.py)."""
     reason = applies.control_reason(control)
     if reason is not None:
         return applies.control(k, reason)
@@ -101,7 +101,7 @@ def negative(interrupted: Observed, control: Observed, k: int) -> tuple[Resume, 
 
 def fault(interrupted: Observed, faulty: Observed, k: int, part: str) -> tuple[Fault, Check]:
     """A resume with one part's load_state_dict blocked must differ at its restore; where it blocked nothing, it is not
-    applicable (judge/applies.py)."""
+    applicable (judge/records/applies.py)."""
     reason = applies.fault_reason(part, faulty)
     if reason is not None:
         return applies.fault(part, k, reason)

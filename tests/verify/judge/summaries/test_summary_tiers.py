@@ -1,4 +1,4 @@
-"""The restore tier of a protocol trainer that is not deterministic (verify/judge/summary_tiers.py), on summaries
+"""The restore tier of a protocol trainer that is not deterministic (judge/summaries/summary_tiers.py), on summaries
 built by hand: a resume of 0 updates against what the interrupted run saved, each part whose state differs named, in
 the trainer's own names and key layouts, and nothing named where no key tells."""
 
@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import REPEATS, CheckId, CheckKind
-from resumeproof.verify.judge.evidence import Evidence
-from resumeproof.verify.judge.held import Against
-from resumeproof.verify.judge.summary_tiers import fed, restored
+from resumeproof.verify.judge.summaries.evidence import Evidence
+from resumeproof.verify.judge.summaries.held import Against
+from resumeproof.verify.judge.summaries.summary_tiers import fed, restored
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.vocabulary.expectation import Expect, Expectation

@@ -1,4 +1,4 @@
-"""What the first resumed update's generators say, and the records it is read from (verify/judge/first_update.py).
+"""What the first resumed update's generators say, and the records it is read from (judge/records/first_update.py).
 
 A generator is evidence only where the continuous update draws from it: one that nothing draws from (an unseeded
 global generator) differs between any two processes. A generator that differs is told apart as not restored, or

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from resumeproof.common.protocol import CONTINUOUS, STANDARD_PARTS, CheckKind
-from resumeproof.verify.judge import finite
+from resumeproof.verify.judge.summaries import finite
 from resumeproof.verify.run.summary import Summary
 
 OWN = ("net", "opt", "ema", "scaler", "order", "rng-shuffle")  # a trainer's own names for its parts

@@ -1,13 +1,13 @@
 """Name the state a resume lost only where the evidence points to it; otherwise say "unknown" and show the evidence.
 
-Determinism comes first (verify/judge/evidence.py): a run that differs from itself is never diagnosed
+Determinism comes first (verify/judge/summaries/evidence.py): a run that differs from itself is never diagnosed
 here. The rules read the summaries and follow cause before effect: at the first update where the
 runs differ, which fields of its record differ; then the counters of `state` that restarted; the
 generators whose next draw differs (under any key of `next`); the keys of `state` that differ when
 the history does not. A name found in the evidence (a history field, a `state` key, a counter's
 path) is mapped to one of the parts the trainer declares (`meta.parts`, or the standard set), and
 a part whose reported state equals the continuous run's is never named. docs/checks.md has the
-table; the probes of verify/judge/evidence.py confirm an unknown cause by resuming without each candidate part.
+table; the probes of judge/summaries/evidence.py confirm an unknown cause by resuming without each candidate part.
 """
 
 import re
@@ -16,22 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from resumeproof.common import protocol
-from resumeproof.common.protocol import DATA, MODEL, OPTIMIZER, PROGRESS, SCHEDULER
+from resumeproof.common.protocol import DATA, PROGRESS
 from resumeproof.verify.judge.compare import compare, join
+from resumeproof.verify.judge.parts import part_for
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.vocabulary.findings import Diagnosis
 
-# The names a trainer may give a part, beyond the part's own (docs/checks.md): a field or key named
-# like one of them points to that part, if the trainer declares it.
-ALIASES = {
-    MODEL: ("params", "parameters", "weights", "net", "network", "module"),
-    OPTIMIZER: ("optim", "opt"),
-    SCHEDULER: ("sched", "lr_scheduler", "schedule"),
-    DATA: ("sampler", "loader", "dataloader", "order", "dataset", "position"),
-    PROGRESS: ("step", "steps", "counter"),
-    protocol.SCALER: ("grad_scaler", "loss_scale", "scale", "amp"),
-    protocol.EMA: ("teacher", "swa", "averaged", "average"),
-}
 BASIC_FIELDS = frozenset(protocol.RECORD_KEYS)  # step, rows, lr, loss
 OPTIMIZER_STEP = re.compile(r"\.step$")  # Adam's per-parameter step counter is a float
 
@@ -61,34 +51,6 @@ class Facts:
 
 Found = tuple[tuple[str, ...], str] | None  # (parts, explanation); () parts: the evidence stops at unknown
 Rule = tuple[str, Callable[[Facts, Context], Found]]
-
-
-def part_for(name: str, parts: tuple[str, ...]) -> str | None:
-    """The declared part a field, key or path component is named after: itself, a part of the same kind
-    (ALIASES: `params` and a part named `net` are both the model), a shared prefix, or else one of its
-    words (`lr_sched`: `sched`); None when no one part fits."""
-    plain = name.lower().replace("-", "_")
-    found = _same_kind(plain, parts)
-    if found is None:
-        close = [p for p in parts if min(len(p), len(plain)) >= 3 and (p.startswith(plain) or plain.startswith(p))]
-        found = close[0] if len(close) == 1 else None
-    if found is None and "_" in plain:
-        words = {w for w in (_same_kind(word, parts) for word in plain.split("_") if word) if w}
-        found = words.pop() if len(words) == 1 else None
-    return found
-
-
-def _same_kind(plain: str, parts: tuple[str, ...]) -> str | None:
-    exact = [p for p in parts if p.replace("-", "_") == plain]
-    if exact:
-        return exact[0]
-    for concept, aliases in ALIASES.items():  # a name and a part of the same kind
-        kind = {concept, *aliases}
-        if plain in kind:
-            named = [p for p in parts if p.replace("-", "_") in kind]
-            if len(named) == 1:
-                return named[0]
-    return None
 
 
 def _progress(f: Facts, c: Context) -> Found:

@@ -1,15 +1,15 @@
-"""An unmodified script judged from the observer's records alone (verify/judge/script.py), on records built by hand:
+"""An unmodified script judged from the observer's records alone (judge/records/script.py), on records built by hand:
 the same `Evaluated` a protocol trainer's summaries give, determinism first, and a script that differs from itself
 compared at its restores only."""
 
 from dataclasses import replace
 
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG, CheckKind
-from resumeproof.verify.judge import script
+from resumeproof.verify.judge.records import script
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.settings import Settings
-from tests.verify.judge.test_recorded import CONTINUOUS as RECORDED
-from tests.verify.judge.test_recorded import seen, update
+from tests.verify.judge.records.test_recorded import CONTINUOUS as RECORDED
+from tests.verify.judge.records.test_recorded import seen, update
 from tests.verify.test_settings import SCRIPT_FIELDS, VERIFY
 
 ASKED = Settings(**{**VERIFY, **SCRIPT_FIELDS, "steps": 6, "points": (3,), "faults": ("optimizer",), "atol": 0.0})

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from resumeproof.common import protocol
 from resumeproof.common.observation import Observation
-from resumeproof.verify.judge import diagnosis
 from resumeproof.verify.judge.compare import summaries
-from resumeproof.verify.judge.diagnosis import Context
+from resumeproof.verify.judge.summaries import diagnosis
+from resumeproof.verify.judge.summaries.diagnosis import Context
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.vocabulary.findings import Determinism, Diagnosis
 

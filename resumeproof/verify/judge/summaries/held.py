@@ -1,5 +1,5 @@
-"""What one trajectory adds to an evaluation, and what it is held against (verify/judge/summaries.py,
-verify/judge/summary_tiers.py)."""
+"""What one trajectory adds to an evaluation, and what it is held against (verify/judge/summaries/trainer.py,
+verify/judge/summaries/summary_tiers.py)."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -8,8 +8,8 @@ from typing import Any
 from resumeproof.common import protocol
 from resumeproof.common.protocol import CONTINUOUS
 from resumeproof.verify.judge.compare import Comparison, compare_keys, merge
-from resumeproof.verify.judge.diagnosis import Context
-from resumeproof.verify.judge.evidence import Evidence
+from resumeproof.verify.judge.summaries.diagnosis import Context
+from resumeproof.verify.judge.summaries.evidence import Evidence
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.vocabulary.expectation import Expectation
 from resumeproof.verify.vocabulary.findings import CONCORDANT, DIVERGENT, Check, Determinism, Diagnosis, Fault, Resume
