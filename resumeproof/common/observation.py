@@ -330,9 +330,9 @@ def read(path: Path) -> Observation | None:
     )
 
 
-def comparable(records: Iterable[Observation]) -> str | None:
-    """None where every record's digests were made with the same fingerprints, else why they cannot be compared, in
-    one line: equal digests say equal bytes, and different ones a real difference, only between the same
+def incomparable(records: Iterable[Observation]) -> str | None:
+    """Why the records cannot be compared, in one line; None where every record's digests were made with the same
+    fingerprints: equal digests say equal bytes, and different ones a real difference, only between the same
     algorithms (a record without FINGERPRINT comes from an observer before it, whose digests were other sha256s)."""
     seen: dict[str, list[str]] = {}
     for record in records:

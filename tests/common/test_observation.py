@@ -77,10 +77,10 @@ def test_records_compare_only_when_made_with_the_same_fingerprints(tmp_path):
         path.write_text(json.dumps(document))
         records.append(o.read(path))
     assert records[0].fingerprint == made and records[3].fingerprint is None
-    assert o.comparable(records[:2]) is None and o.comparable([]) is None
-    why = o.comparable(records[:3])
+    assert o.incomparable(records[:2]) is None and o.incomparable([]) is None
+    why = o.incomparable(records[:3])
     assert why is not None and "cpu sha256, device pk128/1 (c.json)" in why and "(a.json, b.json)" in why
-    assert "unrecorded fingerprints (d.json)" in (o.comparable([records[0], records[3]]) or "")
+    assert "unrecorded fingerprints (d.json)" in (o.incomparable([records[0], records[3]]) or "")
 
 
 def test_each_moments_fields_are_the_keys_the_observer_writes_under_it():

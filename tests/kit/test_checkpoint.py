@@ -146,7 +146,12 @@ def test_checkpoint_killed_mid_write_is_absent_or_complete(tmp_path, seed):
         [sys.executable, "-B", "-c", WRITER, str(tmp_path)], cwd=REPO, stdout=subprocess.PIPE, text=True
     )
     assert child.stdout is not None and child.stdout.readline() == "ready\n"
-    time.sleep(random.Random(seed).uniform(0.2, 0.6))
+    # After the first write is complete (its next directory made), whatever the machine's load: a fixed sleep alone
+    # landed before it on a busy machine
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "00001").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(random.Random(seed).uniform(0.0, 0.4))
     child.send_signal(signal.SIGKILL)
     child.wait()
     directories = sorted(tmp_path.iterdir())

@@ -76,7 +76,7 @@ def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], prim
     probes = {part: summaries[name] for name, part in _without_one_part(trajectories, primary) if name in summaries}
     done = [t for t in trajectories if t.observe and t.status == DONE]
     observed = {t.name: observation.read_all(t.observe.record) for t in done if t.observe}
-    if observation.comparable(seen for ranks in observed.values() for seen in ranks.values()):
+    if observation.incomparable(seen for ranks in observed.values() for seen in ranks.values()):
         observed = {}  # evidence only: digests of other fingerprints would tell a difference that is not there
     return Evidence(
         repeat=summaries.get(REPEAT),

@@ -57,7 +57,7 @@ def of_script(s: Settings, trajectories: list[Trajectory], error: str | None) ->
     written = {t.name: said for t in trajectories if t.left and (said := inputs.changed([t.left]))}
     error = next(iter(written.values()), None) or error  # a resume wrote its input: the likely cause of any failure
     if error is None:  # digests compare only between records made with the same fingerprints
-        error = observation.comparable(seen for ranks in records.values() for seen in ranks.values())
+        error = observation.incomparable(seen for ranks in records.values() for seen in ranks.values())
     left = {t.name: t.left for t in trajectories if t.left is not None}
     ran_as = {t.name: _record(s, t, left, t.name in written, records) for t in trajectories}
     # The verifier's environment: the trainer writes no meta to read its own from.

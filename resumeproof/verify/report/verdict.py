@@ -15,7 +15,7 @@ from resumeproof.common.protocol import PREEMPTED, CheckKind
 from resumeproof.verify.vocabulary.findings import Check, Determinism, Diagnosis, Fault
 
 
-class Verification(Protocol):
+class Judged(Protocol):
     """What a verdict reads of a verification (report/result.py's `Verification`, which renders its verdict here)."""
 
     error: str | None
@@ -81,7 +81,7 @@ class Verdict:
         return {"outcome": self.outcome, "exit_code": self.exit_code, "line": self.line}
 
 
-def verdict(v: Verification) -> Verdict:
+def verdict(v: Judged) -> Verdict:
     """Could not complete, not deterministic, passed or failed; each says why."""
     if v.error:
         return Verdict(INCOMPLETE, v.error)
@@ -95,7 +95,7 @@ def verdict(v: Verification) -> Verdict:
     return Verdict(FAILED, (f"{judged}failed: " if d.within_spread else "") + _failed(v))
 
 
-def failure(c: Check, v: Verification) -> str | None:
+def failure(c: Check, v: Judged) -> str | None:
     """The sentence of one check that failed (None for one that passed): what differs, where, and the cause."""
     if c.passed:
         return None
@@ -103,7 +103,7 @@ def failure(c: Check, v: Verification) -> str | None:
     return say(c, v) if say is not None else denied(c)
 
 
-def _passed(v: Verification) -> str:
+def _passed(v: Judged) -> str:
     extra = _faults_said(v)
     control = "resume without RNG restore divergent" if v.negative_divergence_detected else _no_control(v)
     if v.determinism.within_spread:
@@ -114,13 +114,13 @@ def _passed(v: Verification) -> str:
     return f"every resume concordant{_preempted(v)}, {control}{extra}"
 
 
-def _preempted(v: Verification) -> str:
+def _preempted(v: Judged) -> str:
     """The job Slurm preempted, where one was: restarted from which update."""
     said = [c for c in v.of_kind(CheckKind.PREEMPTION) if c.passed and c.id.trajectory == PREEMPTED]
     return "".join(f" (the job Slurm preempted among them, restarted from update {c.resumed_at})" for c in said)
 
 
-def _faults_said(v: Verification) -> str:
+def _faults_said(v: Judged) -> str:
     """The faults of a pass: all caught, and those that could not apply with the call the script never made."""
     unapplied = v.not_applicable
     caught = len(v.faults) - len(unapplied)
@@ -132,12 +132,12 @@ def _faults_said(v: Verification) -> str:
     return said
 
 
-def _no_control(v: Verification) -> str:
+def _no_control(v: Judged) -> str:
     """`verify --observe` where blocking the generators' setters could not change the run: what its check says."""
     return next((c.name for c in v.of_kind(CheckKind.NEGATIVE_CONTROL)), "no negative control")
 
 
-def _failed(v: Verification) -> str:
+def _failed(v: Judged) -> str:
     """The failed checks, one per trajectory (its earliest evidence), the first SHOWN said, the others named."""
     first: dict[str, Check] = {}
     for c in sorted(v.failed(), key=lambda c: ORDER.index(c.id.kind) if c.id.kind in ORDER else len(ORDER)):
@@ -149,12 +149,12 @@ def _failed(v: Verification) -> str:
     return said + (f". Also failed: {', '.join(rest)}" if rest else "")
 
 
-def _resume(c: Check, v: Verification) -> str:
+def _resume(c: Check, v: Judged) -> str:
     how = "leaves its measured run-to-run spread" if v.determinism.within_spread else "differs from continuous"
     return f"{_name(c)}{_resumed(c)} {how}{_where(c)}; {_cause(c, v)}"
 
 
-def _preemption(c: Check, v: Verification) -> str:
+def _preemption(c: Check, v: Judged) -> str:
     """The course the job took, then how its end compares (its own RESUME check), so that a replay is judged too."""
     if not c.detail:
         return denied(c)
@@ -165,27 +165,27 @@ def _preemption(c: Check, v: Verification) -> str:
     return f"{_name(c)}, the job Slurm preempted, was {c.detail}; its run {judged}"
 
 
-def _cadence(c: Check, v: Verification) -> str:
+def _cadence(c: Check, v: Judged) -> str:
     return f"{_name(c)}, which writes a checkpoint every step, differs from continuous{_where(c)}; {_cause(c, v)}"
 
 
-def _restore(c: Check, v: Verification) -> str:
+def _restore(c: Check, v: Judged) -> str:
     held = f" for update {c.resumed_at + 1}" if c.resumed_at is not None else ""
     at = f" (it differs at {c.first_mismatch})" if c.first_mismatch else ""
     return f"{_name(c)}'s first update does not start from what the interrupted process held{held}{at}; {_cause(c, v)}"
 
 
-def _prefix(c: Check, v: Verification) -> str:
+def _prefix(c: Check, v: Judged) -> str:
     return f"{_name(c)}'s history is not the first records of continuous: it differs{_where(c)}; {_cause(c, v)}"
 
 
-def _negative(c: Check, v: Verification) -> str:
+def _negative(c: Check, v: Judged) -> str:
     how = "did not leave the measured spread" if v.determinism.within_spread else "did not diverge from continuous"
     why = f": {c.diagnosis.explanation}" if c.diagnosis is not None and not c.diagnosis.lost else ""
     return f"{_name(c)}, the resume without RNG restore (the negative control), {how}{why}"
 
 
-def _fault(c: Check, v: Verification) -> str:
+def _fault(c: Check, v: Judged) -> str:
     own = c.id.trajectory in v.faults  # a preempted job's restart without the part: keyed by its trajectory
     fault = v.faults.get(c.id.trajectory or "") if own else v.faults.get(c.id.part or "")
     how = "did not differ at its restore nor beyond the spread" if v.determinism.within_spread else "did not diverge"
@@ -195,15 +195,15 @@ def _fault(c: Check, v: Verification) -> str:
     return f"{which} {how} ({'; '.join(said) or 'it equals the continuous run'})"
 
 
-def _finite(c: Check, v: Verification) -> str:
+def _finite(c: Check, v: Judged) -> str:
     return f"{_name(c)} holds {c.detail or 'a number that is not finite'}"
 
 
-def _checkpoint(c: Check, v: Verification) -> str:
+def _checkpoint(c: Check, v: Judged) -> str:
     return f"{_name(c)}'s checkpoint fails its fingerprint or weights_only check: {c.detail or 'refused'}"
 
 
-def _determinism(c: Check, v: Verification) -> str:
+def _determinism(c: Check, v: Judged) -> str:
     d = v.determinism
     return f"continuous differs from its repeat{_from(d.first_step, d.first_mismatch)}; no part is blamed"
 
@@ -214,7 +214,7 @@ def denied(c: Check) -> str:
     return f"{c.name}: does not hold{at}" + (f": {c.detail}" if c.detail else "")
 
 
-SAY: dict[CheckKind, Callable[[Check, Verification], str]] = {
+SAY: dict[CheckKind, Callable[[Check, Judged], str]] = {
     CheckKind.RESUME: _resume,
     CheckKind.PREEMPTION: _preemption,
     CheckKind.CADENCE: _cadence,
@@ -248,7 +248,7 @@ def _from(update: int | None, path: str | None) -> str:
     return (f" from update {update}" if update is not None else "") + (f" ({path})" if path else "")
 
 
-def _cause(c: Check, v: Verification) -> str:
+def _cause(c: Check, v: Judged) -> str:
     """What the check's own diagnosis blames, in its words; nothing where the trainer differs from itself."""
     if not v.deterministic and not v.determinism.within_spread:
         return "no part is blamed: the trainer is not deterministic"
@@ -258,7 +258,7 @@ def _cause(c: Check, v: Verification) -> str:
     return f"{restore.head} (at its restore)" if restore is not None else "cause unknown"
 
 
-def _restore_of(c: Check, v: Verification) -> Diagnosis | None:
+def _restore_of(c: Check, v: Judged) -> Diagnosis | None:
     """The diagnosis of the failed restore of the same trajectory, where another check of it failed there."""
     if c.id.kind is CheckKind.RESTORE or c.id.trajectory is None:
         return None

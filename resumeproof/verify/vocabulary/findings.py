@@ -22,7 +22,7 @@ DIRECT = (
     "first-update"  # the rule of a diagnosis read off the first resumed update itself (judge/records/first_update.py)
 )
 SECOND = "second-update"  # read off the second resumed update, the first one the same in every input and output
-RESTORED = "restore"  # the rule of a diagnosis read off a resume of 0 updates against what was saved (summary_tiers)
+AT_RESTORE = "restore"  # the rule of a diagnosis read off a resume of 0 updates against what was saved (summary_tiers)
 COUNTED = "update-count"  # every update a resume made is the continuous run's, but not as many as were left
 OUTSIDE_SPREAD = "outside-spread"  # a trajectory outside the measured spread, its restore exact: no part named
 # A run that blocked nothing (`verify --observe`): the script never called what its negative control or fault makes a
@@ -58,7 +58,9 @@ class Diagnosis:
         resumed update or of the restore, "likely lost X" where the runs' files point to it, else "cause unknown"."""
         if not self.lost:
             return "cause unknown"
-        return f"lost {self.named}" if self.rule in (DIRECT, SECOND, RESTORED, COUNTED) else f"likely lost {self.named}"
+        return (
+            f"lost {self.named}" if self.rule in (DIRECT, SECOND, AT_RESTORE, COUNTED) else f"likely lost {self.named}"
+        )
 
     def sentence(self) -> str:
         """The one way a diagnosis is said, wherever it is shown: direct evidence of the first resumed update
@@ -67,7 +69,7 @@ class Diagnosis:
             return f"{self.head} at update {self.step} (the first resumed one): {self.explanation}"
         if self.rule == SECOND:
             return f"{self.head} at update {self.step} (the second resumed one): {self.explanation}"
-        if self.rule == RESTORED:
+        if self.rule == AT_RESTORE:
             return f"{self.head} at the restore, before update {self.step}: {self.explanation}"
         where = f" from update {self.step}" if self.step else ""
         return f"{self.head}{where}: {self.explanation}"

@@ -1,5 +1,5 @@
-"""The typed result (verify/report/result.py, with verify/judge/findings.py's objects): verification.json is written
-from it, read back into it, and older documents still read."""
+"""The typed result (verify/report/result.py, with verify/vocabulary/findings.py's objects): verification.json is
+written from it, read back into it, and older documents still read."""
 
 import json
 

@@ -16,7 +16,7 @@ from resumeproof.verify.report import junit, markdown, terminal
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import SHOWN, failure
 from resumeproof.verify.vocabulary.band import Band
-from resumeproof.verify.vocabulary.findings import DIRECT, RESTORED, Check, Determinism, Diagnosis, Fault
+from resumeproof.verify.vocabulary.findings import AT_RESTORE, DIRECT, Check, Determinism, Diagnosis, Fault
 from tests.helpers import REPO
 
 REPORT = Path("runs/x/verification.json")
@@ -110,7 +110,7 @@ CASES = {
                 "resumed-7",
                 resumed_at=7,
                 first_mismatch="state.sched.last_epoch",
-                diagnosis=lost("scheduler", rule=RESTORED, step=8),
+                diagnosis=lost("scheduler", rule=AT_RESTORE, step=8),
             )
         ),
         "FAILED: resumed-7's first update does not start from what the interrupted process held for update 8 "

@@ -31,7 +31,7 @@ from resumeproof.verify.vocabulary.findings import (
 
 Observed = Mapping[int | None, o.Observation]
 COMPARED = ((o.LOSS, o.DIGEST), (o.STEP, o.OPTIMIZER), (o.AFTER, o.PARAMS))  # an update's outcome
-RESTORED = (  # what an update consumes, as the interrupted process held it just before its step
+RESTORE_INPUTS = (  # what an update consumes, as the interrupted process held it just before its step
     (o.FORWARD, o.GENERATORS),
     (o.FORWARD, o.BATCH),
     (o.FORWARD, o.MODEL),
@@ -139,7 +139,9 @@ def restore(
     held = {rank: seen.at(k + 1) for rank, seen in interrupted.items()}
     if not held or any(h is None for h in held.values()):
         return None
-    fields = tuple((m, key) for m, key in RESTORED if any(h and h.held(m, key) is not None for h in held.values()))
+    fields = tuple(
+        (m, key) for m, key in RESTORE_INPUTS if any(h and h.held(m, key) is not None for h in held.values())
+    )
     differs = []
     for rank, h in held.items():
         theirs = resumed.get(rank)

@@ -61,8 +61,8 @@ from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.vocabulary.band import Band
 from resumeproof.verify.vocabulary.expectation import Expect, Expectation
 from resumeproof.verify.vocabulary.findings import (
+    AT_RESTORE,
     DIVERGENT,
-    RESTORED,
     WITHIN_SPREAD,
     Check,
     Diagnosis,
@@ -147,7 +147,7 @@ def _at_restore(saved: Summary, twin: Summary, parts: tuple[str, ...], k: int, w
     if not lost:
         said += ": read the paths" if f.differing != {NEXT} else ": only `next` differs (the lr, a generator)"
     evidence = "; ".join(f.evidence[:3])
-    return Diagnosis(lost=lost, rule=RESTORED, step=k + 1, evidence=evidence, explanation=said)
+    return Diagnosis(lost=lost, rule=AT_RESTORE, step=k + 1, evidence=evidence, explanation=said)
 
 
 EVERY_RUN = "every run of the command"  # the continuous run and its repeats, where they agree

@@ -12,7 +12,7 @@ from resumeproof.verify.judge.summaries.summary_tiers import fed, restored
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.vocabulary.expectation import Expect, Expectation
-from resumeproof.verify.vocabulary.findings import RESTORED, Determinism
+from resumeproof.verify.vocabulary.findings import AT_RESTORE, Determinism
 from tests.helpers import REPO
 
 HISTORY = [{"step": 1, "rows": [0, 1], "lr": 0.1, "loss": 1.0}, {"step": 2, "rows": [2, 3], "lr": 0.1, "loss": 0.5}]
@@ -45,7 +45,7 @@ def test_each_part_whose_state_differs_at_the_restore_is_named_in_the_trainers_o
     twin = summary({"net": {"w": [1.0, 2.0]}, "opt": {"m": [0.0]}, "sched": {"n": 2}}, {"shuffle": 0.9, "torch": 0.7})
     found = held(SAVED, twin, ("net", "opt", "sched", "rng-shuffle", "rng-torch"))
     said = found.check.diagnosis
-    assert not found.same and said.rule == RESTORED and said.step == 3
+    assert not found.same and said.rule == AT_RESTORE and said.step == 3
     assert said.lost == ("opt", "rng-shuffle")  # nothing ran: the moments did not move the draws, both were lost
     assert found.check.first_mismatch == "state.opt.m[0]" and set(found.caught_by) == {"state", "next"}
     assert said.sentence().startswith("lost opt, rng-shuffle at the restore, before update 3")
