@@ -68,11 +68,6 @@ def _accept_summary(s: Settings, t: Trajectory) -> Accepted | None:
     return accept.accept(t, s.allow)
 
 
-def _accept_records(s: Settings, t: Trajectory) -> Accepted | None:
-    script_plan.accept(s, t)
-    return None
-
-
 def _ask_trainer(s: Settings, trajectories: list[Trajectory]) -> "Asked":
     from resumeproof.verify.judge import asked
 
@@ -85,20 +80,16 @@ def _ask_script(s: Settings, trajectories: list[Trajectory]) -> "Asked":
     return asked.of_script(s, trajectories)
 
 
-def _trainer_result(
-    s: Settings, trajectories: list[Trajectory], evaluated: "Evaluated | None", error: str | None
-) -> Verification:
+def _trainer_result(s: Settings, ran: list[Trajectory], found: "Evaluated | None", error: str | None) -> Verification:
     from resumeproof.verify.report import assembled
 
-    return assembled.of_trainer(s, trajectories, evaluated, error)
+    return assembled.of_trainer(s, ran, found, error)
 
 
-def _script_result(
-    s: Settings, trajectories: list[Trajectory], evaluated: "Evaluated | None", error: str | None
-) -> Verification:
+def _script_result(s: Settings, ran: list[Trajectory], found: "Evaluated | None", error: str | None) -> Verification:
     from resumeproof.verify.report import assembled
 
-    return assembled.of_script(s, trajectories, error)
+    return assembled.of_script(s, ran, found, error)
 
 
 TRAINER = Way(
@@ -111,7 +102,7 @@ TRAINER = Way(
 )
 SCRIPT = Way(
     first=script_plan.build,
-    accept=_accept_records,
+    accept=script_plan.accept,
     expand=script_plan.expand,
     infer=script_plan.inferred,
     ask=_ask_script,
