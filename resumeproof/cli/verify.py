@@ -21,7 +21,7 @@ from resumeproof.verify import settings
 from resumeproof.verify.plan.script import PRESETS, with_preset
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.run import launch as launchers
-from resumeproof.verify.settings import CHECKPOINTS, DEFAULT_POINT, EPOCHS, Allowances, Settings
+from resumeproof.verify.settings import DEFAULT_POINT, Allowances, Settings
 
 # What a protocol verification has and `--observe` does not: judged from the observer's records, with no summary.
 NOT_OBSERVED = (
@@ -261,7 +261,6 @@ def run_verify(
             torch_load=torch_load,
             faults=settings.parse_faults(faults, script=observe),
             segments=settings.parse_segments(segments, steps),
-            infer_points=interrupt_at == EPOCHS,
             cadence=1 if check_cadence else 0,
             plot=plot,
             allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
@@ -273,7 +272,7 @@ def run_verify(
             checkpoint=checkpoint,
             stop=stop,
             resume_from_run=resume_from_run,
-            from_checkpoints=interrupt_at == CHECKPOINTS,
+            points_from=settings.points_from(interrupt_at),
             epochs=epochs or 0,
             reuse_runs=reuse_runs,
             launch=launchers.Launch(

@@ -7,6 +7,7 @@ value built in code is held to it as well.
 import math
 import shlex
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from resumeproof.common import observation
@@ -16,8 +17,17 @@ from resumeproof.common.protocol import FLAT, MODEL, PART_NAME
 from resumeproof.verify.run.launch import LAUNCHERS, LOCAL_LAUNCH, PREEMPTS, RAY, SIGNAL, SLURM, Launch, SlurmSignal
 
 DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled trainer
-EPOCHS = "epochs"  # --interrupt-at epochs: every epoch boundary within N and one point inside each epoch
-CHECKPOINTS = "checkpoints"  # --interrupt-at checkpoints: after each update the continuous run wrote a checkpoint at
+
+
+class PointsFrom(StrEnum):
+    """Where --interrupt-at's points come from: given (k, a list, `all`), or read off the continuous run."""
+
+    GIVEN = "given"
+    EPOCHS = "epochs"  # every epoch boundary within N and one point inside each epoch
+    CHECKPOINTS = "checkpoints"  # after each update the continuous run wrote a checkpoint at (--observe)
+
+
+GIVEN, EPOCHS, CHECKPOINTS = PointsFrom.GIVEN, PointsFrom.EPOCHS, PointsFrom.CHECKPOINTS
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
 # The placeholders of an unmodified script's commands (--observe, docs/observe.md), and why each is needed.
 RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"
@@ -49,7 +59,7 @@ class Settings:
 
     output: Path  # run directory of this verification; must not exist
     steps: int  # N: updates of the continuous run
-    points: tuple[int, ...]  # interruption points k, the primary one first (empty until inferred)
+    points: tuple[int, ...]  # interruption points k, the primary one first (empty until read off the continuous run)
     atol: float  # absolute tolerance, no relative one
     train_cmd: str  # command line the protocol flags are appended to
     jobs: int  # processes at once
@@ -57,7 +67,6 @@ class Settings:
     torch_load: bool = False  # also load every checkpoint with torch.load(weights_only=True)
     faults: tuple[str, ...] = ()  # parts to omit, one resume each
     segments: tuple[tuple[int, ...], ...] = ()  # chains: updates per process, summing to N
-    infer_points: bool = False  # --interrupt-at epochs: the points come from the continuous history
     cadence: int = 0  # also run continuous with --checkpoint-every CADENCE (0: no)
     plot: bool = False  # write verification.png
     allow: Allowances = NONE_ALLOWED  # checkpoint files accepted although they can run code or cannot be read
@@ -70,11 +79,11 @@ class Settings:
     checkpoint: str | None = None  # the interrupted run's checkpoint, `{run}` and `{step}` (--checkpoint)
     stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
     resume_from_run: bool = False  # each resume's `{run}`: a fresh copy of the interrupted run's folder
-    from_checkpoints: bool = False  # --interrupt-at checkpoints: after each update the continuous run saved at
     epochs: int = 0  # --epochs E: fills {epochs}; N (steps 0 until then) is read off the continuous run
     epoch_updates: int = 0  # with --epochs: updates per epoch, N / E, read off the continuous run (0 until then)
     launch: Launch = LOCAL_LAUNCH  # where the trajectories run: --launcher, --slurm-*, --ray-* (docs/cluster.md)
     reuse_runs: Path | None = None  # an earlier verification whose identical runs are copied (verify/run/reuse.py)
+    points_from: PointsFrom = PointsFrom.GIVEN  # --interrupt-at epochs or checkpoints: read off the continuous run
 
     def __post_init__(self) -> None:
         if not (self.epochs and self.steps == 0):  # with --epochs, N is unknown until the continuous run ends
@@ -104,7 +113,8 @@ class Settings:
     @property
     def deferred(self) -> bool:
         """Whether the points, or N, are still to be read off the continuous run."""
-        return self.infer_points or self.from_checkpoints or (self.epochs > 0 and not self.steps)
+        unread = self.points_from is not PointsFrom.GIVEN and not self.points
+        return unread or (self.epochs > 0 and not self.steps)
 
     @property
     def primary(self) -> int:
@@ -220,7 +230,7 @@ def _check_reuse(s: Settings) -> None:
 
 def _check_epochs(s: Settings) -> None:
     """--epochs, {epochs}, {epoch} and --interrupt-at checkpoints: only where the run can say what they mean."""
-    if (s.epochs or s.from_checkpoints) and not s.script:
+    if (s.epochs or s.points_from is CHECKPOINTS) and not s.script:
         raise SettingsError("--epochs" if s.epochs else "--interrupt-at", "applies only with --observe")
     if s.epochs and s.steps and s.steps != s.epochs * s.epoch_updates:
         raise SettingsError("--steps", "does not apply with --epochs: N is read off the continuous run")
@@ -237,7 +247,7 @@ def _check_epochs(s: Settings) -> None:
             f"{pattern!r} takes {EPOCH} without --epochs: the updates per epoch are read off a run "
             f"told its length in epochs ({RUN_EPOCHS} in the commands)",
         )
-    if s.from_checkpoints and STEP not in pattern and EPOCH not in pattern:
+    if s.points_from is CHECKPOINTS and STEP not in pattern and EPOCH not in pattern:
         raise SettingsError(
             "--interrupt-at",
             f"{CHECKPOINTS} needs {STEP} or {EPOCH} in --checkpoint: the name {pattern!r} does not "
@@ -260,6 +270,11 @@ def parse_slurm_signal(spec: str) -> SlurmSignal:
         return SlurmSignal.parse(spec)
     except ValueError as err:
         raise SettingsError("--slurm-signal", str(err)) from None
+
+
+def points_from(spec: str) -> PointsFrom:
+    """--interrupt-at: read off the continuous run (`epochs`, `checkpoints`), or given."""
+    return PointsFrom(spec) if spec in (EPOCHS, CHECKPOINTS) else PointsFrom.GIVEN
 
 
 def parse_points(spec: str, steps: int) -> tuple[int, ...]:

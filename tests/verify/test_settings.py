@@ -11,6 +11,7 @@ from resumeproof import cli
 from resumeproof.verify.chaos.settings import ChaosSettings
 from resumeproof.verify.run.launch import Launch, SlurmSignal
 from resumeproof.verify.settings import (
+    PointsFrom,
     Settings,
     SettingsError,
     parse_faults,
@@ -138,7 +139,7 @@ def test_resume_from_run_is_refused_for_a_protocol_trainer_by_the_command_and_th
 
 
 def test_settings_inferring_their_points_may_hold_none_until_the_continuous_run_gives_them():
-    assert Settings(**{**VERIFY, "points": (), "infer_points": True}).points == ()
+    assert Settings(**{**VERIFY, "points": (), "points_from": PointsFrom.EPOCHS}).points == ()
     with pytest.raises(SettingsError, match="--interrupt-at"):
         Settings(**{**VERIFY, "points": ()})
 
@@ -192,7 +193,10 @@ EPOCH_SCRIPT = {
         ({"train_cmd": "t {epochs} {steps} {run}"}, "takes {steps}: with --epochs the run length is {epochs}"),
         ({"steps": 12, "epoch_updates": 5}, "--steps: does not apply with --epochs"),
         ({"script": False}, "--epochs: applies only with --observe"),
-        ({"checkpoint": "{run}/last.pth.tar", "from_checkpoints": True}, "--interrupt-at: checkpoints needs {step}"),
+        (
+            {"checkpoint": "{run}/last.pth.tar", "points_from": PointsFrom.CHECKPOINTS},
+            "--interrupt-at: checkpoints needs {step}",
+        ),
     ],
 )
 def test_epochs_and_checkpoints_are_refused_in_one_line_where_the_run_cannot_say_what_they_mean(change, says):

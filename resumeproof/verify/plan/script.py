@@ -34,7 +34,9 @@ from resumeproof.verify.run.launch import Preempt
 from resumeproof.verify.run.trajectories import Observe, Trajectory, TrajectoryError
 from resumeproof.verify.settings import (
     CHECKPOINT,
+    CHECKPOINTS,
     EPOCH,
+    EPOCHS,
     RUN,
     RUN_EPOCHS,
     STEPS,
@@ -194,10 +196,10 @@ def inferred(s: Settings, trajectories: Sequence[Trajectory]) -> tuple[Settings,
     seen = observation.read_all(continuous.observe.record)
     try:
         s = checkpoints.measured(s, first_rank(seen))
-        if s.from_checkpoints:
-            s = replace(s, points=checkpoints.points(s, continuous.output), from_checkpoints=False)
-        elif s.infer_points:
-            s = replace(s, points=epoch_points(s, seen), infer_points=False)
+        if s.points_from is CHECKPOINTS:
+            s = replace(s, points=checkpoints.points(s, continuous.output))
+        elif s.points_from is EPOCHS:
+            s = replace(s, points=epoch_points(s, seen))
         checkpoints.at_epoch_ends(s)
     except (TrajectoryError, SettingsError) as err:
         return s, [], str(err)

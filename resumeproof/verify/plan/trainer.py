@@ -102,7 +102,7 @@ def inferred(s: Settings, trajectories: Sequence[Trajectory]) -> tuple[Settings,
         found = points.infer(continuous.accepted.summary.history).points(s.steps)
     except points.EpochError as err:
         return s, [], f"--interrupt-at epochs: {err}"
-    s = replace(s, points=primary_first(found), infer_points=False)
+    s = replace(s, points=primary_first(found))
     return s, [t for t in build(s, continuous) if t is not continuous], None
 
 

@@ -11,7 +11,7 @@ from resumeproof.common import observation as o
 from resumeproof.verify.plan import checkpoints
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.run.trajectories import TrajectoryError
-from resumeproof.verify.settings import Settings
+from resumeproof.verify.settings import CHECKPOINTS, EPOCHS, GIVEN, Settings
 
 TIMM = "{run}/checkpoint-{epoch}.pth.tar"
 TRAIN = "t --epochs {epochs} --output {run}"
@@ -19,7 +19,14 @@ TRAIN = "t --epochs {epochs} --output {run}"
 
 def settings(output: Path, pattern: str = TIMM, points: tuple[int, ...] = (), **more) -> Settings:
     """Settings of a script told its length in epochs (3), before its continuous run: N unknown."""
-    fields = {"steps": 0, "atol": 0.0, "jobs": 1, "timeout": 60.0, "epochs": 3, "infer_points": not points}
+    fields = {
+        "steps": 0,
+        "atol": 0.0,
+        "jobs": 1,
+        "timeout": 60.0,
+        "epochs": 3,
+        "points_from": GIVEN if points else EPOCHS,
+    }
     script = {"script": True, "train_cmd": TRAIN, "resume_cmd": TRAIN + " --resume {checkpoint}"}
     return Settings(output=output, points=points, checkpoint=pattern, **script, **{**fields, **more})
 
@@ -49,7 +56,7 @@ def test_n_and_the_updates_per_epoch_are_read_off_the_continuous_run_and_epoch_n
 def test_checkpoints_are_the_updates_after_which_the_continuous_run_wrote_a_file_the_pattern_matches(tmp_path):
     run = tmp_path / "continuous"
     write(run, "checkpoint-0.pth.tar", "checkpoint-1.pth.tar", "checkpoint-2.pth.tar", "last.pth.tar", "summary.csv")
-    s = ran(settings(tmp_path, infer_points=False, from_checkpoints=True), 12)
+    s = ran(settings(tmp_path, points_from=CHECKPOINTS), 12)
     assert checkpoints.points(s, run) == (4, 8)  # the last, after update 12, leaves nothing to resume
     by_step = replace(s, checkpoint="{run}/step-{step}")  # another layout: a directory per update
     for step in (3, 6, 12):

@@ -9,7 +9,7 @@ import pytest
 from resumeproof.common import observation as o
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.run.trajectories import Observe, Trajectory, TrajectoryError
-from resumeproof.verify.settings import Settings, SettingsError
+from resumeproof.verify.settings import EPOCHS, GIVEN, Settings, SettingsError
 
 
 def test_placeholders_are_filled_token_by_token_so_a_path_with_spaces_stays_one_argument():
@@ -38,7 +38,7 @@ def test_templates_that_cannot_work_are_refused_naming_what_the_user_typed(tmp_p
 def _settings(output: Path, points: tuple[int, ...], train: str, resume: str, pattern: str, faults=()) -> Settings:
     fields = {"steps": 10, "points": points, "atol": 0.0, "jobs": 1, "timeout": 60.0, "faults": faults}
     script = {"script": True, "train_cmd": train, "resume_cmd": resume, "checkpoint": pattern}
-    return Settings(output=output, infer_points=not points, **fields, **script)
+    return Settings(output=output, points_from=GIVEN if points else EPOCHS, **fields, **script)
 
 
 def test_a_run_without_records_or_without_its_checkpoint_is_refused_with_what_it_did_write(tmp_path):
