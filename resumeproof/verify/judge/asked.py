@@ -23,10 +23,11 @@ from resumeproof.verify.judge.summaries.trainer import evaluate
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.plan import trainer as trainer_plan
 from resumeproof.verify.run.summary import Summary
-from resumeproof.verify.run.trajectories import DONE, Trajectory
+from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.settings import Settings
 from resumeproof.verify.vocabulary.expectation import Expect
 from resumeproof.verify.vocabulary.findings import DIVERGENT, Evaluated
+from resumeproof.verify.vocabulary.status import Status
 
 COMPARISONS = (protocol.CheckKind.PREFIX, protocol.CheckKind.RESUME, protocol.CheckKind.CADENCE)  # ask for evidence
 
@@ -74,7 +75,7 @@ def summaries_of(trajectories: Sequence[Trajectory]) -> dict[str, Summary]:
 def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], primary: int) -> Evidence:
     """The evidence the accepted trajectories hold: the repeat, the resumes without one part, the seeded run."""
     probes = {part: summaries[name] for name, part in _without_one_part(trajectories, primary) if name in summaries}
-    done = [t for t in trajectories if t.observe and t.status == DONE]
+    done = [t for t in trajectories if t.observe and t.status == Status.DONE]
     observed = {t.name: observation.read_all(t.observe.record) for t in done if t.observe}
     if observation.incomparable(seen for ranks in observed.values() for seen in ranks.values()):
         observed = {}  # evidence only: digests of other fingerprints would tell a difference that is not there

@@ -19,10 +19,11 @@ from resumeproof.verify.judge.records import script as script_judge
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
 from resumeproof.verify.run import accept, environment, inputs, vet
-from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError, first_error
+from resumeproof.verify.run.trajectories import Trajectory, TrajectoryError, first_error
 from resumeproof.verify.settings import Settings
 from resumeproof.verify.vocabulary.expectation import Expect
 from resumeproof.verify.vocabulary.findings import Evaluated
+from resumeproof.verify.vocabulary.status import Status
 
 
 def of_trainer(
@@ -119,7 +120,7 @@ def _record(
     as_run = ran(t)
     if t.starts_from is not None:
         return replace(as_run, started_from=_started_from(t, left))
-    if t.observe is None or t.observe.stop is None or t.status != DONE or written:  # written: no one's input now
+    if t.observe is None or t.observe.stop is None or t.status != Status.DONE or written:  # written: no one's input now
         return as_run
     stopped = script_plan.stopped(records[t.name])  # read once, in verify
     found = vet.vet(script_plan.checkpoint_of(s, t.output, stopped), advise=False)  # --observe takes no --allow-*

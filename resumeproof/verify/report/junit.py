@@ -24,6 +24,7 @@ from resumeproof.common.fingerprint import write_atomic
 from resumeproof.verify.report.result import TrajectoryRecord, Verification
 from resumeproof.verify.report.verdict import failure
 from resumeproof.verify.vocabulary.findings import Check
+from resumeproof.verify.vocabulary.status import Status
 
 SUITE = "resumeproof verify"
 
@@ -57,7 +58,7 @@ def write(path: Path, v: Verification, report: Path) -> None:
 def _trajectory(suite: ET.Element, name: str, record: TrajectoryRecord) -> None:
     seconds = record.wall_seconds or 0.0
     case = ET.SubElement(suite, "testcase", classname="resumeproof.trajectory", name=name, time=f"{seconds:.3f}")
-    if record.status == "skipped":
+    if record.status == Status.SKIPPED:
         ET.SubElement(case, "skipped", message=record.error or "not run")
     elif record.error:
         ET.SubElement(case, "error", message=record.error, type="could not complete").text = record.error

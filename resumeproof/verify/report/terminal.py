@@ -17,10 +17,11 @@ from resumeproof.common.protocol import FLAT, CheckKind
 from resumeproof.verify.chaos.result import ChaosResult
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import PASSED, denied
-from resumeproof.verify.run.trajectories import DONE, FAILED, QUEUED, RUNNING, SKIPPED, Trajectory
+from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.vocabulary.findings import CONCORDANT, Check, FaultStatus, Resume, diagnosed
+from resumeproof.verify.vocabulary.status import Status
 
-STYLE = {DONE: "green", FAILED: "red", RUNNING: "yellow"}
+STYLE = {Status.DONE: "green", Status.FAILED: "red", Status.RUNNING: "yellow"}
 FAULT_STATUS = {FaultStatus.NOT_CAUGHT: "[red]NOT CAUGHT[/]", FaultStatus.NOT_APPLICABLE: "[yellow]not applicable[/]"}
 # check -> column header of the fault matrix (short, so that it fits 80 columns)
 FAULT_COLUMNS = {
@@ -56,8 +57,12 @@ def progress(trajectories: list[Trajectory]) -> Table:
     started = [t.started for t in trajectories if t.started is not None]
     elapsed = time.perf_counter() - min(started) if started else 0.0
     title = (
-        f"trajectories: {count[DONE]} done, {count[RUNNING]} running, {count[QUEUED]} queued"
-        + (f", {count[FAILED]} failed, {count[SKIPPED]} skipped" if count[FAILED] + count[SKIPPED] else "")
+        f"trajectories: {count[Status.DONE]} done, {count[Status.RUNNING]} running, {count[Status.QUEUED]} queued"
+        + (
+            f", {count[Status.FAILED]} failed, {count[Status.SKIPPED]} skipped"
+            if count[Status.FAILED] + count[Status.SKIPPED]
+            else ""
+        )
         + f"  ({elapsed:.1f} s)"
     )
     table = Table(title=title, title_justify="left")

@@ -23,7 +23,8 @@ from resumeproof.common import observation
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.observation import SUFFIX
 from resumeproof.verify.run.launch import Launch, Placement
-from resumeproof.verify.run.trajectories import DONE, Trajectory, TrajectoryError
+from resumeproof.verify.run.trajectories import Trajectory, TrajectoryError
+from resumeproof.verify.vocabulary.status import Status
 
 # Names that change between shells and test cases, not between runs of the same code.
 VOLATILE = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "PYTEST_CURRENT_TEST"})
@@ -94,7 +95,7 @@ def key(t: Trajectory, output: Path, launch: Launch) -> dict[str, str]:
 def _why_not(previous: Previous, t: Trajectory, output: Path) -> str | None:
     """None where PREVIOUS ran `t` the same way from the same code, else why it runs again."""
     ran = previous.runs.get(t.name)
-    if not isinstance(ran, dict) or ran.get("status") != DONE:
+    if not isinstance(ran, dict) or ran.get("status") != Status.DONE:
         return "not done there"
     before = ran.get("run_key")
     if not isinstance(before, dict):

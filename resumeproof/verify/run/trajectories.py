@@ -24,8 +24,7 @@ from resumeproof.verify.run.launch.local import Local
 from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.outputs import Accepted
 from resumeproof.verify.vocabulary.expectation import Expectation
-
-QUEUED, RUNNING, DONE, FAILED, SKIPPED = "queued", "running", "done", "failed", "skipped"
+from resumeproof.verify.vocabulary.status import Status
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ class Trajectory:
     prepare: tuple[tuple[str, ...], ...] = ()  # commands run before argv, in the same job and log
     expectation: Expectation | None = None  # what the plan requires of it (None: the reference run)
     reports_step: int | None = None  # the step its summary must report (None: any)
-    status: str = QUEUED
+    status: Status = Status.QUEUED
     exit_code: int | None = None
     started: float | None = None
     seconds: float | None = None
@@ -118,23 +117,23 @@ def _schedule(
 ) -> None:
     """Start each trajectory once its dependencies are done and a job is free, until none is left."""
     by_name = {t.name: t for t in trajectories}
-    pending, running = [t for t in trajectories if t.status == QUEUED], dict[Future, Trajectory]()
+    pending, running = [t for t in trajectories if t.status == Status.QUEUED], dict[Future, Trajectory]()
     while pending or running:
         for t in list(pending):
             needs = [by_name[name].status for name in t.after]
-            if any(status in (FAILED, SKIPPED) for status in needs):
+            if any(status in (Status.FAILED, Status.SKIPPED) for status in needs):
                 pending.remove(t)
-                t.status, t.error = SKIPPED, f"needs {', '.join(t.after)}"
-            elif all(status == DONE for status in needs) and len(running) < jobs:
+                t.status, t.error = Status.SKIPPED, f"needs {', '.join(t.after)}"
+            elif all(status == Status.DONE for status in needs) and len(running) < jobs:
                 pending.remove(t)
-                t.status, t.started = RUNNING, time.perf_counter()
+                t.status, t.started = Status.RUNNING, time.perf_counter()
                 running[start(t)] = t
         refresh()
         finished, _ = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
         for future in finished:
             t = running.pop(future)
-            t.status = DONE if future.result() is None else FAILED
-            added = expand(t) if t.status == DONE else []
+            t.status = Status.DONE if future.result() is None else Status.FAILED
+            added = expand(t) if t.status == Status.DONE else []
             trajectories += added
             pending += added
             by_name.update((a.name, a) for a in added)
@@ -142,7 +141,7 @@ def _schedule(
 
 def first_error(trajectories: list[Trajectory]) -> str | None:
     """Why the first trajectory that failed did (one skipped only follows another's failure); None: none failed."""
-    return next((t.error for t in trajectories if t.error and t.status != SKIPPED), None)
+    return next((t.error for t in trajectories if t.error and t.status != Status.SKIPPED), None)
 
 
 def _run(

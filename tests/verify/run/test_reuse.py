@@ -11,8 +11,9 @@ import pytest
 
 from resumeproof.common import observation
 from resumeproof.verify.run import reuse
-from resumeproof.verify.run.trajectories import DONE, Observe, Trajectory
+from resumeproof.verify.run.trajectories import Observe, Trajectory
 from resumeproof.verify.settings import Settings
+from resumeproof.verify.vocabulary.status import Status
 from tests.verify.test_settings import VERIFY
 
 
@@ -59,7 +60,7 @@ def earlier(tmp_path, monkeypatch):
     record = {"format": observation.FORMAT, "updates": {}, observation.SOURCES: stats}
     observation.record_file(t.observe.record, None).write_text(json.dumps(record))
     (t.observe.record.parent / "continuous-repeat.json").write_text("{}")  # another trajectory's: never copied
-    runs = {"continuous": {"status": DONE, "exit_code": 0, "run_key": t.run_key, "ran_on": None}}
+    runs = {"continuous": {"status": Status.DONE, "exit_code": 0, "run_key": t.run_key, "ran_on": None}}
     (a / "verification.json").write_text(json.dumps({"trajectories": runs}))
     return a, sources
 

@@ -11,7 +11,8 @@ import pytest
 
 from resumeproof.verify.run.launch import SIGNAL, Launch, LaunchError, Preempt, SlurmSignal, job
 from resumeproof.verify.run.launch.preempt import Preempted, Preempter
-from resumeproof.verify.run.trajectories import FAILED, Trajectory, run_all
+from resumeproof.verify.run.trajectories import Trajectory, run_all
+from resumeproof.verify.vocabulary.status import Status
 from tests.helpers import TRAIN
 
 pytestmark = pytest.mark.xdist_group("slurm")  # one worker, one cluster
@@ -76,7 +77,7 @@ class Overlapping:
 def test_two_starts_that_ran_at_once_are_refused_never_judged(tmp_path):
     t = Trajectory("preempted", ["t"], tmp_path / "out", tmp_path / "t.log", preempt=Preempt("requeue", 3))
     run_all([t], 1, 60, accept=lambda _: pytest.fail("never accepted"), launcher=Overlapping())  # type: ignore[arg-type]
-    assert t.status == FAILED and t.placement is not None and t.placement.attempts == 2
+    assert t.status == Status.FAILED and t.placement is not None and t.placement.attempts == 2
     assert t.error == (
         f"preempted: start 2 of job 9 began while an earlier start's command (pid 4242) still ran: two writers in "
         f"{tmp_path / 'out'}, refused, not judged"
@@ -86,7 +87,9 @@ def test_two_starts_that_ran_at_once_are_refused_never_judged(tmp_path):
 def test_a_trajectory_the_local_launcher_would_run_cannot_be_preempted(tmp_path):
     t = Trajectory("preempted", ["true"], tmp_path / "out", tmp_path / "t.log", preempt=Preempt("signal", 3))
     run_all([t], 1, 60, accept=lambda _: None)
-    assert t.status == FAILED and t.error == "preempted: --preempt needs --launcher slurm: Slurm preempts the job"
+    assert (
+        t.status == Status.FAILED and t.error == "preempted: --preempt needs --launcher slurm: Slurm preempts the job"
+    )
 
 
 def train(run: Path) -> list[str]:

@@ -16,7 +16,8 @@ from resumeproof import cli
 from resumeproof.verify.run import launch
 from resumeproof.verify.run.launch import Launch, LaunchError, job
 from resumeproof.verify.run.launch.ray import Ray
-from resumeproof.verify.run.trajectories import DONE, FAILED, Trajectory, run_all
+from resumeproof.verify.run.trajectories import Trajectory, run_all
+from resumeproof.verify.vocabulary.status import Status
 from tests.helpers import free_ports
 from tests.verify.run.launch.test_slurm import SLEEPER, gone, wait_until
 
@@ -109,7 +110,7 @@ class Retried:
         return False
 
 
-@pytest.mark.parametrize("times, status", [(2, FAILED), (1, DONE)])
+@pytest.mark.parametrize("times, status", [(2, Status.FAILED), (1, Status.DONE)])
 def test_a_trajectory_whose_command_started_twice_is_refused_and_once_accepted(tmp_path, times, status):
     t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
     ray = Ray(Launch(launcher="ray"), tmp_path / "launches", client=Retried(times))

@@ -20,7 +20,8 @@ from resumeproof import cli
 from resumeproof.verify.run import launch
 from resumeproof.verify.run.launch import SUBMITIT_CLUSTER_ENV, Launch, LaunchError, job
 from resumeproof.verify.run.launch.slurm import PORT_BASE, Slurm, every_node, node_starts
-from resumeproof.verify.run.trajectories import DONE, FAILED, Trajectory, run_all
+from resumeproof.verify.run.trajectories import Trajectory, run_all
+from resumeproof.verify.vocabulary.status import Status
 from tests.slurm_cluster import NODES
 
 SLURM = Launch(launcher="slurm")
@@ -206,7 +207,7 @@ def test_a_trajectory_whose_command_started_twice_is_refused_and_its_attempts_re
     folder.mkdir()
     t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=Slurm(SLURM, folder, executor=Requeued()))
-    assert t.status == FAILED and t.placement is not None and t.placement.attempts == 2
+    assert t.status == Status.FAILED and t.placement is not None and t.placement.attempts == 2
     assert "started 2 times (job 7: retried or requeued by the scheduler)" in (t.error or "")
 
 
@@ -225,7 +226,7 @@ def test_a_job_whose_second_node_started_twice_is_refused(tmp_path):
     t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
     slurm = Slurm(Launch(launcher="slurm", nodes=2), folder, executor=SecondNodeTwice())
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=slurm)
-    assert t.status == FAILED and t.placement is not None and t.placement.attempts == 2
+    assert t.status == Status.FAILED and t.placement is not None and t.placement.attempts == 2
     assert t.placement.host == "node-1,node-2" and t.placement.node == "n1,n2" and "started 2 times" in (t.error or "")
 
 
@@ -245,7 +246,7 @@ def test_a_prerequisite_step_requeued_refuses_its_trajectory_before_the_command_
     argv = [sys.executable, "-c", f"open({str(never)!r}, 'w')"]
     t = Trajectory("fault-flat", argv, tmp_path / "o", tmp_path / "t.log", prepare=((sys.executable, "-c", "pass"),))
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=Slurm(SLURM, folder, executor=FirstRequeued()))
-    assert t.status == FAILED and "started 2 times" in (t.error or "") and not never.exists()
+    assert t.status == Status.FAILED and "started 2 times" in (t.error or "") and not never.exists()
 
 
 def test_the_same_trajectory_started_once_is_accepted(tmp_path):
@@ -259,7 +260,7 @@ def test_the_same_trajectory_started_once_is_accepted(tmp_path):
     folder.mkdir()
     t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=Slurm(SLURM, folder, executor=Once()))
-    assert t.status == DONE and t.placement is not None and t.placement.attempts == 1
+    assert t.status == Status.DONE and t.placement is not None and t.placement.attempts == 1
 
 
 def test_a_job_that_never_starts_within_the_timeout_is_cancelled_with_the_schedulers_word(tmp_path):
