@@ -50,11 +50,9 @@ def of_trainer(
     return result
 
 
-def of_script(
-    s: Settings, trajectories: list[Trajectory], evaluated: Evaluated | None, error: str | None
-) -> Verification:
-    """A script's result: its records judged (unless a round did: `evaluated`) where they compare (made with the same
-    fingerprints) and no resume wrote its input."""
+def of_script(s: Settings, trajectories: list[Trajectory], error: str | None) -> Verification:
+    """A script's result: its records judged where they compare (made with the same fingerprints) and no resume
+    wrote its input."""
     records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
     records |= _courses(s, trajectories, records)
     written = {t.name: said for t in trajectories if t.left and (said := inputs.changed([t.left]))}
@@ -66,7 +64,7 @@ def of_script(
     # The verifier's environment: the trainer writes no meta to read its own from.
     result = Verification.asked(s, observation.FORMAT, environment.of({}), ran_as, error)
     if error is None:
-        result = result.judged(evaluated or script_judge.evaluate(s, trajectories, records))
+        result = result.judged(script_judge.evaluate(s, trajectories, records))
         result.continuous_made = applies.overran(records[CONTINUOUS], s.steps)
     return result
 
