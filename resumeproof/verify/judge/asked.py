@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from resumeproof.common import observation, protocol
 from resumeproof.common.protocol import CONTINUOUS, FLAT, REPEAT, REPEATS, RESUMED
-from resumeproof.verify.judge.records import recorded
+from resumeproof.verify.judge.records import exact
 from resumeproof.verify.judge.records.first_update import repeatable
 from resumeproof.verify.judge.summaries import evidence
 from resumeproof.verify.judge.summaries.diagnosis import Context
@@ -63,7 +63,7 @@ def of_script(s: Settings, trajectories: Sequence[Trajectory]) -> Asked:
         for t in trajectories
         if t.observe and t.name in (CONTINUOUS, REPEAT)
     }
-    if recorded.determinism(read[CONTINUOUS], read[REPEAT], s.atol)[0].deterministic is not False:
+    if exact.determinism(read[CONTINUOUS], read[REPEAT], s.atol)[0].deterministic is not False:
         return Asked([])
     return Asked([script_plan.reference(s, name) for name in REPEATS[1:]])
 

@@ -8,7 +8,7 @@ flags), `{checkpoint}` the interrupted run's checkpoint, from `--checkpoint` (`{
 run's directory, `{step}` its last completed update). Every process is watched (resumeproof/observe/): the
 continuous run and its repeat record every update, an interrupted run is ended by the observer after update k,
 every resume records every update it runs, the negative control has the generators' setters blocked, and each
-fault one part's `load_state_dict`. verify/judge/records/recorded.py compares the records.
+fault one part's `load_state_dict`. verify/judge/records/exact.py compares the records.
 """
 
 import shlex

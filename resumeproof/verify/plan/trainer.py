@@ -220,7 +220,7 @@ def restores(s: Settings, trajectories: Sequence[Trajectory], observed: bool) ->
     """For a trainer that is not deterministic: beside every resume that makes a check (the resumes, the negative
     control, the faults, a chain's last segment), the same command from the same checkpoint for 0 updates. Its
     summary is the state that resume starts from, held bit for bit against what the run it resumed from saved
-    (the restore tier, judge/summaries/summary_tiers.py). Where the observer watches the trainer (`observed`), beside
+    (the restore tier, judge/summaries/tiers.py). Where the observer watches the trainer (`observed`), beside
     every resume that must be concordant also the same resume ended right before its first step: what the
     checkpoint feeds the first resumed update, which no summary reports (a batch drawn through a mapping each
     process builds anew)."""

@@ -70,7 +70,7 @@ def of_script(s: Settings, trajectories: list[Trajectory], error: str | None) ->
 
 
 def _restores_failed(trajectories: list[Trajectory]) -> str | None:
-    """A resume of 0 updates is the proof of a restore (judge/summaries/summary_tiers.py): one that did not complete
+    """A resume of 0 updates is the proof of a restore (judge/summaries/tiers.py): one that did not complete
     leaves the verification without it."""
     twins = [t for t in trajectories if t.expectation and t.expectation.id.kind is CheckKind.RESTORE]
     return first_error(twins)

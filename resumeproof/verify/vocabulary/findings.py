@@ -22,7 +22,7 @@ DIRECT = (
     "first-update"  # the rule of a diagnosis read off the first resumed update itself (judge/records/first_update.py)
 )
 SECOND = "second-update"  # read off the second resumed update, the first one the same in every input and output
-AT_RESTORE = "restore"  # the rule of a diagnosis read off a resume of 0 updates against what was saved (summary_tiers)
+AT_RESTORE = "restore"  # the rule of a diagnosis read off a resume of 0 updates against what was saved (tiers)
 COUNTED = "update-count"  # every update a resume made is the continuous run's, but not as many as were left
 OUTSIDE_SPREAD = "outside-spread"  # a trajectory outside the measured spread, its restore exact: no part named
 # A run that blocked nothing (`verify --observe`): the script never called what its negative control or fault makes a

@@ -3,9 +3,9 @@ protocol trainer's summaries give (verify/judge/summaries/trainer.py), so that o
 
 Determinism first: the continuous run against its repeat. Then each resume by the `Expectation` the plan gave it
 (verify/plan/script.py), as a protocol trainer's trajectories are: a full resume concordant, the negative control and
-each fault divergent. A script that repeats itself is judged bit for bit (judge/records/recorded.py): each resume's
+each fault divergent. A script that repeats itself is judged bit for bit (judge/records/exact.py): each resume's
 restore and every update after it, the negative control and each fault from the primary point. One that differs from
-itself is judged in two tiers (judge/records/recorded_tiers.py): each restore bit for bit, each trajectory within the
+itself is judged in two tiers (judge/records/tiers.py): each restore bit for bit, each trajectory within the
 spread its repeats measured.
 """
 
@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from resumeproof.common.protocol import CONTINUOUS, PREEMPTED, REPEAT, REPEATS, CheckKind
 from resumeproof.verify.judge import preemption
-from resumeproof.verify.judge.records import first_update, recorded, recorded_tiers
+from resumeproof.verify.judge.records import exact, first_update, tiers
 from resumeproof.verify.plan.script import Observed, stopped
 from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.trajectories import Trajectory
@@ -31,7 +31,7 @@ def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) 
     """Every check the records allow, determinism first, then each resume by what the plan expects of it."""
     records = first_update.repeatable(records)  # a clock kept on a module is no state of the run's
     continuous = records[CONTINUOUS]
-    determinism, check = recorded.determinism(continuous, records[REPEAT], s.atol)
+    determinism, check = exact.determinism(continuous, records[REPEAT], s.atol)
     held = judged(trajectories)
     preempted = [t.preempted for t in trajectories if t.preempted is not None]
     if all(name in records for name in REPEATS[1:]) and determinism.deterministic is False:
@@ -42,31 +42,31 @@ def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) 
     negative, faults = None, dict[str, Fault]()
     # Within --atol the continuous run may repeat itself and still differ from itself in the last bits: its update
     # k+1 then differs from any resume's in every digest, and only the interrupted process's inputs tell a part.
-    exact = determinism.deterministic is not False
+    bitwise = determinism.deterministic is not False
     if s.atol > 0:  # bit for bit, the judgement above says it already
-        exact = recorded.determinism(continuous, records[REPEAT], 0.0)[0].deterministic is not False
+        bitwise = exact.determinism(continuous, records[REPEAT], 0.0)[0].deterministic is not False
     for t, e in held:
         before, run = records[t.after[0]], records[t.name]
         step = stopped(before)
         if e.kind is Expect.CONCORDANT:
-            reference = continuous if determinism.deterministic and exact else None
-            restored = recorded.restore(before, run, step, t.name, reference)
+            reference = continuous if determinism.deterministic and bitwise else None
+            restored = exact.restore(before, run, step, t.name, reference)
             checks += [restored] if restored is not None else []
             if determinism.deterministic:  # else not comparable: a run that differs from itself loses nothing
-                resumes[t.name], check = recorded.resume(continuous, run, step, t.name, s.atol)
+                resumes[t.name], check = exact.resume(continuous, run, step, t.name, s.atol)
                 said = restored is not None and restored.diagnosis is not None  # the restore's check names it once
-                checks.append(replace(check, diagnosis=None) if said or not exact else check)
+                checks.append(replace(check, diagnosis=None) if said or not bitwise else check)
             continue
         if not determinism.deterministic:  # nothing must diverge from a run that differs from itself
             break
         full = records[_full_resume(held, t)]
         if e.is_fault:
             assert e.part is not None
-            fault, check = recorded.fault(continuous, run, full, step, e.part, s.atol)
-            faults[e.part], check = _inputs_only(exact, before, run, step, fault, check)
+            fault, check = exact.fault(continuous, run, full, step, e.part, s.atol)
+            faults[e.part], check = _inputs_only(bitwise, before, run, step, fault, check)
         else:
-            control, check = recorded.negative(continuous, run, full, step, s.atol)
-            negative, check = _inputs_only(exact, before, run, step, control, check)
+            control, check = exact.negative(continuous, run, full, step, s.atol)
+            negative, check = _inputs_only(bitwise, before, run, step, control, check)
         checks.append(check)
     evaluated = Evaluated(checks=checks, resumes=resumes, negative=negative, faults=faults, determinism=determinism)
     return replace(evaluated, checks=checks + _preempted(preempted, records, evaluated, s.atol))
@@ -85,11 +85,11 @@ def _preempted(preempted: list[Preempted], records: Records, judged: Evaluated, 
         k, continuous = p.resumed_from[0], records[CONTINUOUS]
         if judged.determinism.within_spread:
             assert judged.determinism.spread is not None
-            judged.resumes[PREEMPTED], check = recorded_tiers.resume(
+            judged.resumes[PREEMPTED], check = tiers.resume(
                 judged.determinism.spread, continuous, restart, k, PREEMPTED, None
             )
         elif judged.determinism.deterministic:
-            judged.resumes[PREEMPTED], check = recorded.resume(continuous, restart, k, PREEMPTED, atol)
+            judged.resumes[PREEMPTED], check = exact.resume(continuous, restart, k, PREEMPTED, atol)
         else:
             continue
         checks.append(check)
@@ -112,13 +112,13 @@ def _full_resume(held: list[tuple[Trajectory, Expectation]], t: Trajectory) -> s
 
 
 def _inputs_only(
-    exact: bool, stopped: Observed, run: Observed, k: int, entry: Entry, check: Check
+    bitwise: bool, stopped: Observed, run: Observed, k: int, entry: Entry, check: Check
 ) -> tuple[Entry, Check]:
     """A run that must diverge, diagnosed from the interrupted process's inputs where the continuous run is not
     exactly itself (within --atol): its update k+1 would blame every part on the last bits."""
-    if exact or check.not_applicable is not None:  # a run that blocked nothing is diagnosed by nothing
+    if bitwise or check.not_applicable is not None:  # a run that blocked nothing is diagnosed by nothing
         return entry, check
-    at = recorded.restore(stopped, run, k, check.id.trajectory or "")
+    at = exact.restore(stopped, run, k, check.id.trajectory or "")
     why = at.diagnosis if at is not None and not at.passed else None
     return replace(entry, diagnosis=why), replace(check, diagnosis=why)
 
@@ -127,8 +127,8 @@ def _within_spread(
     records: Records, held: list[tuple[Trajectory, Expectation]], determinism: Determinism, check: Check
 ) -> Evaluated:
     """A script that differs from itself: each resume by its restore and its trajectory within the measured spread,
-    the negative control and the faults at their restore (verify/judge/records/recorded_tiers.py)."""
-    band = recorded_tiers.measured({name: records[name] for name in (CONTINUOUS, *REPEATS)})
+    the negative control and the faults at their restore (verify/judge/records/tiers.py)."""
+    band = tiers.measured({name: records[name] for name in (CONTINUOUS, *REPEATS)})
     name = "the script differs from itself: each resume is judged by its restore and its measured spread"
     checks: list[Check] = [replace(check, name=name, passed=True)]
     resumes: dict[str, Resume] = {}
@@ -137,14 +137,14 @@ def _within_spread(
         before, run = records[t.after[0]], records[t.name]
         step = stopped(before)
         if e.kind is Expect.CONCORDANT:
-            restored = recorded.restore(before, run, step, t.name)
+            restored = exact.restore(before, run, step, t.name)
             checks += [restored] if restored is not None else []
-            resumes[t.name], check = recorded_tiers.resume(band, records[CONTINUOUS], run, step, t.name, restored)
+            resumes[t.name], check = tiers.resume(band, records[CONTINUOUS], run, step, t.name, restored)
         elif e.is_fault:
             assert e.part is not None
-            faults[e.part], check = recorded_tiers.fault(before, run, step, e.part)
+            faults[e.part], check = tiers.fault(before, run, step, e.part)
         else:
-            negative, check = recorded_tiers.negative(before, run, step)
+            negative, check = tiers.negative(before, run, step)
         checks.append(check)
     assert negative is not None, "the plan always holds the negative control"
     spread = replace(determinism, spread=band)

@@ -1,5 +1,5 @@
 """What one trajectory adds to an evaluation, and what it is held against (verify/judge/summaries/trainer.py,
-verify/judge/summaries/summary_tiers.py)."""
+verify/judge/summaries/tiers.py)."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,7 +48,7 @@ class Held:
     """What one trajectory adds to the evaluation: its check, and its entry where it has one."""
 
     check: Check
-    restore: Check | None = None  # not deterministic: the restore tier's check of a resume (summary_tiers.py)
+    restore: Check | None = None  # not deterministic: the restore tier's check of a resume (tiers.py)
     resume: Resume | None = None  # a resume that must be concordant
     negative: Resume | None = None  # the negative control
     fault: tuple[str, Fault] | None = None  # the part a fault omits, and how it was caught

@@ -22,7 +22,7 @@ from resumeproof.common.protocol import CONTINUOUS, FLAT, REPEAT, RESUMED, Check
 from resumeproof.verify.judge import preemption
 from resumeproof.verify.judge.compare import Comparison, compare
 from resumeproof.verify.judge.records import first_update
-from resumeproof.verify.judge.summaries import evidence, finite, summary_tiers
+from resumeproof.verify.judge.summaries import evidence, finite, tiers
 from resumeproof.verify.judge.summaries.diagnosis import diagnose, identical
 from resumeproof.verify.judge.summaries.evidence import Evidence
 from resumeproof.verify.judge.summaries.held import NO_RANDOM_STATE, Against, Held, Summaries, compared, resume_entry
@@ -42,7 +42,7 @@ def evaluate(
     tiers_allowed: bool = True,
 ) -> Evaluated:
     """Check every expectation against the continuous run, with the evidence gathered so far. A trainer that differs
-    from itself is judged by the two tiers (verify/judge/summaries/summary_tiers.py) once its repeats ran, unless
+    from itself is judged by the two tiers (verify/judge/summaries/tiers.py) once its repeats ran, unless
     `tiers_allowed` is False (--require-deterministic): then it is not deterministic, and nothing else is said."""
     cont = summaries[CONTINUOUS]
     tried = [k for t in trajectories if (k := _point(t)) is not None]
@@ -52,7 +52,7 @@ def evaluate(
     found = found or Evidence()
     det = evidence.determinism(cont, found.repeat, prefix, atol)
     if det.deterministic is False and tiers_allowed:
-        det = replace(det, spread=summary_tiers.measured(trajectories, summaries))
+        det = replace(det, spread=tiers.measured(trajectories, summaries))
     starts = frozenset(k + 1 for k in cover.epoch_boundaries or ())
     against = Against(summaries=summaries, atol=atol, parts=parts, epoch_starts=starts, determinism=det, found=found)
     held = {t.name: _hold(t, against) for t in judged}
@@ -80,7 +80,7 @@ def _hold(t: Trajectory, against: Against) -> Held:
     e = t.expectation
     assert e is not None
     if against.determinism.within_spread:
-        return summary_tiers.within_spread(t, e, against)
+        return tiers.within_spread(t, e, against)
     if e.kind is Expect.PREFIX:
         return _prefix(t, e, against)
     if e.kind is Expect.CONCORDANT:

@@ -6,9 +6,9 @@ longer than --steps is said."""
 import pytest
 
 from resumeproof.common import observation as o
-from resumeproof.verify.judge.records import applies, recorded, recorded_tiers
+from resumeproof.verify.judge.records import applies, exact, tiers
 from resumeproof.verify.vocabulary.findings import NOT_APPLICABLE, FaultStatus
-from tests.verify.judge.records.test_recorded import CONTINUOUS, seen, update
+from tests.verify.judge.records.test_exact import CONTINUOUS, seen, update
 
 K = 3
 FULL = seen({n - K: update(loss=f"l{n}", params=f"p{n}", torch_state=f"t{n}") for n in range(4, 7)})
@@ -25,8 +25,8 @@ def blocking(run: dict, *calls: str) -> dict:
 @pytest.mark.parametrize("run", [FULL, RESEEDED], ids=["equal", "diverged"])
 def test_a_fault_that_blocked_nothing_is_not_applicable_whether_or_not_its_run_diverged(run):
     for fault, check in (
-        recorded.fault(CONTINUOUS, run, FULL, K, "scaler"),
-        recorded_tiers.fault(INTERRUPTED, run, K, "scaler"),
+        exact.fault(CONTINUOUS, run, FULL, K, "scaler"),
+        tiers.fault(INTERRUPTED, run, K, "scaler"),
     ):
         assert fault.status is FaultStatus.NOT_APPLICABLE and not fault.detected and fault.diagnosis is None
         assert fault.not_applicable == "the script never called torch.amp.GradScaler.load_state_dict"
@@ -35,16 +35,16 @@ def test_a_fault_that_blocked_nothing_is_not_applicable_whether_or_not_its_run_d
 
 
 def test_a_fault_that_blocked_a_call_is_judged_caught_or_not_caught():
-    caught, check = recorded.fault(CONTINUOUS, blocking(RESEEDED, "Module.load_state_dict"), FULL, K, "model")
+    caught, check = exact.fault(CONTINUOUS, blocking(RESEEDED, "Module.load_state_dict"), FULL, K, "model")
     assert caught.status is FaultStatus.CAUGHT and check.passed and check.not_applicable is None
-    missed, check = recorded.fault(CONTINUOUS, blocking(FULL, "LambdaLR.load_state_dict"), FULL, K, "scheduler")
+    missed, check = exact.fault(CONTINUOUS, blocking(FULL, "LambdaLR.load_state_dict"), FULL, K, "scheduler")
     assert missed.status is FaultStatus.NOT_CAUGHT and not check.passed and missed.not_applicable is None
 
 
 @pytest.mark.parametrize("run", [FULL, RESEEDED], ids=["equal", "diverged"])
 def test_a_negative_control_that_blocked_nothing_is_not_applicable_not_divergent(run):
     """nanoGPT seeds its generator again on resume: its negative control diverges, but not because of the block."""
-    for entry, check in (recorded.negative(CONTINUOUS, run, FULL, K), recorded_tiers.negative(INTERRUPTED, run, K)):
+    for entry, check in (exact.negative(CONTINUOUS, run, FULL, K), tiers.negative(INTERRUPTED, run, K)):
         assert entry.verdict == NOT_APPLICABLE and entry.diagnosis is None and check.diagnosis is None
         assert check.passed and check.not_applicable is not None and "torch.set_rng_state" in check.not_applicable
         assert "torch.Generator.set_state" in check.not_applicable  # a generator object's setter is blocked too
@@ -52,7 +52,7 @@ def test_a_negative_control_that_blocked_nothing_is_not_applicable_not_divergent
 
 
 def test_a_negative_control_that_blocked_a_setter_still_diverges_as_before():
-    entry, check = recorded.negative(CONTINUOUS, blocking(RESEEDED, "torch.set_rng_state"), FULL, K)
+    entry, check = exact.negative(CONTINUOUS, blocking(RESEEDED, "torch.set_rng_state"), FULL, K)
     assert entry.verdict == "divergent" and check.passed and check.not_applicable is None
 
 

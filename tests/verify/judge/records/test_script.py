@@ -8,8 +8,8 @@ from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUME
 from resumeproof.verify.judge.records import script
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.settings import Settings
-from tests.verify.judge.records.test_recorded import CONTINUOUS as RECORDED
-from tests.verify.judge.records.test_recorded import seen, update
+from tests.verify.judge.records.test_exact import CONTINUOUS as RECORDED
+from tests.verify.judge.records.test_exact import seen, update
 from tests.verify.test_settings import SCRIPT_FIELDS, VERIFY
 
 ASKED = Settings(**{**VERIFY, **SCRIPT_FIELDS, "steps": 6, "points": (3,), "faults": ("optimizer",), "atol": 0.0})

@@ -6,7 +6,7 @@ import math
 from array import array
 
 from resumeproof.common import observation as o
-from resumeproof.verify.judge.records import recorded as judge
+from resumeproof.verify.judge.records import exact as judge
 
 
 def update(loss: str = "l", params: str = "p", torch_state: str = "t", python_state: str = "py") -> dict:

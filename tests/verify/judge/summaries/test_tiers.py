@@ -1,4 +1,4 @@
-"""The restore tier of a protocol trainer that is not deterministic (judge/summaries/summary_tiers.py), on summaries
+"""The restore tier of a protocol trainer that is not deterministic (judge/summaries/tiers.py), on summaries
 built by hand: a resume of 0 updates against what the interrupted run saved, each part whose state differs named, in
 the trainer's own names and key layouts, and nothing named where no key tells."""
 
@@ -8,7 +8,7 @@ from resumeproof.common import observation as o
 from resumeproof.common.protocol import REPEATS, CheckId, CheckKind
 from resumeproof.verify.judge.summaries.evidence import Evidence
 from resumeproof.verify.judge.summaries.held import Against
-from resumeproof.verify.judge.summaries.summary_tiers import fed, restored
+from resumeproof.verify.judge.summaries.tiers import fed, restored
 from resumeproof.verify.run.summary import Summary
 from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.vocabulary.expectation import Expect, Expectation
@@ -70,7 +70,7 @@ def test_a_fault_resume_is_held_by_its_own_twin():
     assert found.check.id.trajectory == "fault-sched" and found.check.diagnosis.lost == ("sched",)
 
 
-# What the first resumed update is fed (summary_tiers.fed): the observer's records, built by hand.
+# What the first resumed update is fed (tiers.fed): the observer's records, built by hand.
 def recorded(batch: str = "b", model: str = "w", calls: int = 2, os_seeded: str = "os") -> o.Recorded:
     """One update: a kit generator, Python's `random` seeded by the OS (`os_seeded`, nothing draws from it)."""
     return o.Recorded.of(

@@ -1,7 +1,7 @@
 """`verify --observe` of a script that is not deterministic, judged in two tiers (docs/observe.md, docs/checks.md):
 
 - the restore: the resumed run's first update starts from what the interrupted process held for its update k+1
-  (recorded.restore: generators, batch, model, optimizer state and hyper-parameters, schedulers,
+  (exact.restore: generators, batch, model, optimizer state and hyper-parameters, schedulers,
   GradScalers, averaged models), bit for bit whatever the kernels do; the negative control and each fault must
   differ there, and the part that differs is named from the records.
 - the trajectory: every update after k within the script's own run-to-run spread (verify/judge/spread.py), measured by
@@ -17,7 +17,7 @@ from typing import Any
 from resumeproof.common import observation as o
 from resumeproof.common.protocol import FAULT_PREFIX, RESUMED_NO_RNG, CheckId, CheckKind
 from resumeproof.verify.judge import spread
-from resumeproof.verify.judge.records import applies, recorded
+from resumeproof.verify.judge.records import applies, exact
 from resumeproof.verify.judge.spread import Run, measure, outside_check
 from resumeproof.verify.vocabulary.band import Band
 from resumeproof.verify.vocabulary.findings import DIVERGENT, WITHIN_SPREAD, Check, Fault, Resume
@@ -70,7 +70,7 @@ def negative(interrupted: Observed, control: Observed, k: int) -> tuple[Resume, 
     reason = applies.control_reason(control)
     if reason is not None:
         return applies.control(k, reason)
-    at = recorded.restore(interrupted, control, k, RESUMED_NO_RNG)
+    at = exact.restore(interrupted, control, k, RESUMED_NO_RNG)
     differs = at is not None and not at.passed
     blocked = applies.blocked(control)
     name = "a resume with the generators' setters blocked differs at its restore (negative control)"
@@ -105,7 +105,7 @@ def fault(interrupted: Observed, faulty: Observed, k: int, part: str) -> tuple[F
     reason = applies.fault_reason(part, faulty)
     if reason is not None:
         return applies.fault(part, k, reason)
-    at = recorded.restore(interrupted, faulty, k, f"{FAULT_PREFIX}{part}")
+    at = exact.restore(interrupted, faulty, k, f"{FAULT_PREFIX}{part}")
     differs = at is not None and not at.passed
     cause = f"{part}'s load_state_dict made a no-op"
     why = at.diagnosis if at is not None and differs else None

@@ -51,7 +51,7 @@ from resumeproof.common.protocol import (
 from resumeproof.verify.judge import spread
 from resumeproof.verify.judge.compare import compare_keys, merge
 from resumeproof.verify.judge.parts import part_for
-from resumeproof.verify.judge.records import recorded
+from resumeproof.verify.judge.records import exact
 from resumeproof.verify.judge.records.first_generators import ANOTHER_RESUME
 from resumeproof.verify.judge.spread import Run, measure, outside_check, outside_diagnosis
 from resumeproof.verify.judge.summaries.diagnosis import Context, facts, identical
@@ -171,25 +171,25 @@ def fed(t: Trajectory, a: Against, k: int) -> Check | None:
         return None
     continuous = runs[0]
     other = {rank: _replaced(continuous[rank], k + 1, _second(twin[rank], continuous[rank], k)) for rank in ranks}
-    found = recorded.restore(other, resumed, k, t.name, held_by=ANOTHER_RESUME, parts=a.parts)
+    found = exact.restore(other, resumed, k, t.name, held_by=ANOTHER_RESUME, parts=a.parts)
     if found is None or not found.passed:
         return found
     held = {rank: _agreed([run[rank] for run in runs], resumed[rank], k) for rank in ranks}
     agreed = {rank: _replaced(continuous[rank], k + 1, update) for rank, update in held.items()}
-    return recorded.restore(agreed, resumed, k, t.name, held_by=EVERY_RUN, parts=a.parts)
+    return exact.restore(agreed, resumed, k, t.name, held_by=EVERY_RUN, parts=a.parts)
 
 
 def _second(twin: Observation, run: Observation, k: int) -> Recorded:
     """The second resume's first update, as evidence: the generators the run's update k+1 draws from (a process-wide
     one nothing draws from is seeded by the OS in each process), no module attributes (a clock or a process id kept
     on a module differs between any two processes; a counter is held against every run below)."""
-    used = recorded.drawn([run.at(k) or Recorded(), run.at(k + 1) or Recorded()])
+    used = exact.drawn([run.at(k) or Recorded(), run.at(k + 1) or Recorded()])
     mine = twin.at(1) or Recorded()
     drawn = {
-        m: replace(getattr(mine, m), generators=recorded.only_drawn(getattr(mine, m).generators, used))
+        m: replace(getattr(mine, m), generators=exact.only_drawn(getattr(mine, m).generators, used))
         for m in (START, AFTER)
     }
-    forward = replace(mine.forward, generators=recorded.only_drawn(mine.forward.generators, used), attributes=None)
+    forward = replace(mine.forward, generators=exact.only_drawn(mine.forward.generators, used), attributes=None)
     return replace(mine, forward=forward, **drawn)
 
 
