@@ -53,13 +53,13 @@ def resume(src: Source, command: Command, copy: Path, work: Path, timeout: float
     runs = {name: _trajectory(command, name, start, work, point.step + 1) for name, start in starts.items()}
     run_all(list(runs.values()), jobs=len(runs), timeout=timeout, accept=accept.accept)
     reference = runs.get(FROM_RUN)
-    if reference is not None and reference.accepted is None:
-        raise ReferenceFailed(f"the reference update could not be made: {reference.error}")
+    if reference is not None and reference.outcome.accepted is None:
+        raise ReferenceFailed(f"the reference update could not be made: {reference.outcome.error}")
     resumed = runs[FROM_COPY]
     return Resumed(
-        from_copy=resumed.accepted.summary if resumed.accepted else None,
-        refused=resumed.error,
-        from_run=reference.accepted.summary if reference is not None and reference.accepted else None,
+        from_copy=resumed.outcome.accepted.summary if resumed.outcome.accepted else None,
+        refused=resumed.outcome.error,
+        from_run=reference.outcome.accepted.summary if reference is not None and reference.outcome.accepted else None,
     )
 
 

@@ -111,7 +111,7 @@ def _copy(s: ForkSettings, name: str, source: CheckpointInfo) -> CheckpointInfo:
 
 
 def _judge(s: ForkSettings, original: Original, trajectories: list[Trajectory]) -> Judged:
-    summaries = {t.name: t.accepted.summary for t in trajectories if t.accepted is not None}
+    summaries = {t.name: t.outcome.accepted.summary for t in trajectories if t.outcome.accepted is not None}
     seen = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe is not None}
     control = summaries[CONTROL]
     k = max(0, fork_judge.fork_step(original, control, s.steps))

@@ -69,13 +69,13 @@ def of_script(s: Settings, trajectories: Sequence[Trajectory]) -> Asked:
 
 
 def summaries_of(trajectories: Sequence[Trajectory]) -> dict[str, Summary]:
-    return {t.name: t.accepted.summary for t in trajectories if t.accepted is not None}
+    return {t.name: t.outcome.accepted.summary for t in trajectories if t.outcome.accepted is not None}
 
 
 def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], primary: int) -> Evidence:
     """The evidence the accepted trajectories hold: the repeat, the resumes without one part, the seeded run."""
     probes = {part: summaries[name] for name, part in _without_one_part(trajectories, primary) if name in summaries}
-    done = [t for t in trajectories if t.observe and t.status == Status.DONE]
+    done = [t for t in trajectories if t.observe and t.outcome.status == Status.DONE]
     observed = {t.name: observation.read_all(t.observe.record) for t in done if t.observe}
     if observation.incomparable(seen for ranks in observed.values() for seen in ranks.values()):
         observed = {}  # evidence only: digests of other fingerprints would tell a difference that is not there

@@ -126,22 +126,21 @@ def preempted(s: Settings) -> Trajectory:
     its first update (verify/judge/preemption.py), and every update after it is held against the continuous run."""
     base = s.output / OBSERVED / PREEMPTED
     watch = Observe(base, f"1-{s.steps}", values=s.atol > 0, pause=s.primary)
-    t = _trajectory(s, PREEMPTED, s.train_cmd, watch)
-    t.preempt = Preempt(s.launch.preempt or "", s.primary, s.launch.slurm_signal, held=base)
+    job = Preempt(s.launch.preempt or "", s.primary, s.launch.slurm_signal, held=base)
     check = CheckId(kind=CheckKind.RESUME, trajectory=PREEMPTED)
     name = f"{PREEMPTED} (by {s.launch.preempt} after update {s.primary}, restarted by Slurm): concordant"
-    t.expectation = Expectation(kind=Expect.CONCORDANT, id=check, name=name, resumed_at=s.primary)
-    return t
+    expect = Expectation(kind=Expect.CONCORDANT, id=check, name=name, resumed_at=s.primary)
+    return replace(_trajectory(s, PREEMPTED, s.train_cmd, watch), preempt=job, planned=expect)
 
 
 def reference(s: Settings, name: str) -> Trajectory:
     """The continuous run, or a repeat of it (protocol.REPEATS), every update recorded."""
     watch = Observe(s.output / OBSERVED / name, checkpoints.records(s), values=s.atol > 0)
     t = _trajectory(s, name, s.train_cmd, watch)
-    if name != CONTINUOUS:
-        repeat = CheckId(kind=CheckKind.DETERMINISM, trajectory=name)
-        t.expectation = Expectation(kind=Expect.REPEAT, id=repeat, name=f"{name}: the continuous run again")
-    return t
+    if name == CONTINUOUS:
+        return t
+    repeat = CheckId(kind=CheckKind.DETERMINISM, trajectory=name)
+    return replace(t, planned=Expectation(kind=Expect.REPEAT, id=repeat, name=f"{name}: the continuous run again"))
 
 
 def interrupted(s: Settings) -> list[Trajectory]:
@@ -173,10 +172,10 @@ def resumes(s: Settings, interrupted: Trajectory, k: int) -> list[Trajectory]:
         watch = Observe(s.output / OBSERVED / name, f"1-{max(1, s.steps - k)}", block=block, values=s.atol > 0)
         checkpoint = checkpoint_of(s, s.output / name if s.resume_from_run else interrupted.output, k)
         t = _trajectory(s, name, s.resume_template, watch, checkpoint, (interrupted.name,))
-        t.starts_from, t.copy_of = checkpoint, interrupted.output if s.resume_from_run else None
         kind = Expect.CONCORDANT if check.kind is CheckKind.RESUME else Expect.DIVERGENT
-        t.expectation = Expectation(kind=kind, id=check, name=f"{name}: {kind.value}", part=check.part, resumed_at=k)
-        out.append(t)
+        expect = Expectation(kind=kind, id=check, name=f"{name}: {kind.value}", part=check.part, resumed_at=k)
+        copy_of = interrupted.output if s.resume_from_run else None
+        out.append(replace(t, starts_from=checkpoint, copy_of=copy_of, planned=expect))
     return out
 
 
@@ -245,7 +244,7 @@ def accept(s: Settings, t: Trajectory) -> None:
         found = checkpoint_of(s, t.output, step)
         if not found.exists():
             raise TrajectoryError(f"no checkpoint at {found} after update {step}{checkpoints.hint(s, t.output)}")
-        t.left = inputs.take(found)  # before any resume starts: verify/report/assembled.py checks it after all
+        t.outcome.left = inputs.take(found)  # before any resume starts: verify/report/assembled.py checks it after all
 
 
 def epoch_points(s: Settings, continuous: dict[int | None, observation.Observation]) -> tuple[int, ...]:

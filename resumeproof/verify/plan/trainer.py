@@ -55,7 +55,7 @@ def reference(s: Settings, name: str = CONTINUOUS) -> Trajectory:
     around = {n for k in starts for n in (k, k + 1, k + 2)}  # the last update before each resume, the two after it
     observe = _observe(s, name, {1, s.steps, *around})
     log = s.output / "logs" / f"{name}.log"
-    return Trajectory(name, argv, s.output / name, log, expectation=expect, reports_step=s.steps, observe=observe)
+    return Trajectory(name, argv, s.output / name, log, planned=expect, reports_step=s.steps, observe=observe)
 
 
 def _observe(s: Settings, name: str, updates: set[int]) -> Observe | None:
@@ -97,9 +97,9 @@ def inferred(s: Settings, trajectories: Sequence[Trajectory]) -> tuple[Settings,
     """--interrupt-at epochs: the points read off the continuous run's history, and the rest of the plan; or why
     the history cannot tell them."""
     continuous = trajectories[0]
-    assert continuous.accepted is not None, "a continuous run that failed ends the verification before this"
+    assert continuous.outcome.accepted is not None, "a continuous run that failed ends the verification before this"
     try:
-        found = points.infer(continuous.accepted.summary.history).points(s.steps)
+        found = points.infer(continuous.outcome.accepted.summary.history).points(s.steps)
     except points.EpochError as err:
         return s, [], f"--interrupt-at epochs: {err}"
     s = replace(s, points=primary_first(found))
@@ -108,10 +108,10 @@ def inferred(s: Settings, trajectories: Sequence[Trajectory]) -> tuple[Settings,
 
 def declared_faults(s: Settings, done: Trajectory) -> list[Trajectory]:
     """--faults all: once the primary point ran, one fault per part it declares (or the standard set)."""
-    if ALL not in s.faults or done.name != INTERRUPTED or done.accepted is None:
+    if ALL not in s.faults or done.name != INTERRUPTED or done.outcome.accepted is None:
         return []
     given = [part for part in s.faults if part != ALL]
-    declared = done.accepted.summary.declared_parts or protocol.STANDARD_PARTS
+    declared = done.outcome.accepted.summary.declared_parts or protocol.STANDARD_PARTS
     return faults(s, [part for part in declared if part not in given])
 
 
@@ -176,7 +176,7 @@ def preempted(s: Settings, part: str | None = None) -> Trajectory:
         expect = Expectation(kind=Expect.DIVERGENT, id=check, name=said, part=part, resumed_at=k)
     log = s.output / "logs" / f"{name}.log"
     plan = Preempt(how, k, s.launch.slurm_signal)
-    return Trajectory(name, argv, out, log, expectation=expect, reports_step=s.steps, preempt=plan)
+    return Trajectory(name, argv, out, log, planned=expect, reports_step=s.steps, preempt=plan)
 
 
 def faults(s: Settings, parts: Sequence[str]) -> list[Trajectory]:

@@ -40,7 +40,7 @@ def of_trainer(
     result = replace(result, parts=declared or ())
     if error is not None or evaluated is None:
         return result
-    checkpoints = [t.accepted.checkpoint.check(t.name) for t in trajectories if t.accepted is not None]
+    checkpoints = [t.outcome.accepted.checkpoint.check(t.name) for t in trajectories if t.outcome.accepted is not None]
     result = result.judged(evaluated, checkpoints)
     if s.plot:
         from resumeproof.verify.report import plot
@@ -55,11 +55,11 @@ def of_script(s: Settings, trajectories: list[Trajectory], error: str | None) ->
     wrote its input."""
     records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
     records |= _courses(s, trajectories, records)
-    written = {t.name: said for t in trajectories if t.left and (said := inputs.changed([t.left]))}
+    written = {t.name: said for t in trajectories if t.outcome.left and (said := inputs.changed([t.outcome.left]))}
     error = next(iter(written.values()), None) or error  # a resume wrote its input: the likely cause of any failure
     if error is None:  # digests compare only between records made with the same fingerprints
         error = observation.incomparable(seen for ranks in records.values() for seen in ranks.values())
-    left = {t.name: t.left for t in trajectories if t.left is not None}
+    left = {t.name: t.outcome.left for t in trajectories if t.outcome.left is not None}
     ran_as = {t.name: _record(s, t, left, t.name in written, records) for t in trajectories}
     # The verifier's environment: the trainer writes no meta to read its own from.
     result = Verification.asked(s, observation.FORMAT, environment.of({}), ran_as, error)
@@ -80,19 +80,23 @@ def _inputs_unchanged(trajectories: list[Trajectory]) -> str | None:
     """A resume must read its checkpoint, never write it: re-hash every one resumed from, file by file, against the
     digests it was accepted with before its resumes started; the first file that differs is named."""
     resumed_from = {name for t in trajectories for name in t.after}
-    taken = [t.accepted.checkpoint for t in trajectories if t.name in resumed_from and t.accepted is not None]
+    taken = [
+        ran.accepted.checkpoint
+        for t in trajectories
+        if t.name in resumed_from and (ran := t.outcome).accepted is not None
+    ]
     return inputs.changed(inputs.accepted(info) for info in taken)
 
 
 def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
     """Load every checkpoint with torch itself; the first refusal, if any."""
     for t in trajectories:
-        if t.accepted is not None:
+        if (ran := t.outcome).accepted is not None:
             try:
-                t.accepted = replace(t.accepted, checkpoint=accept.with_torch(t.accepted.checkpoint))
+                ran.accepted = replace(ran.accepted, checkpoint=accept.with_torch(ran.accepted.checkpoint))
             except TrajectoryError as err:
-                t.error = f"{t.name}: {err}"
-                return t.error
+                ran.error = f"{t.name}: {err}"
+                return ran.error
     return None
 
 
@@ -101,10 +105,10 @@ def _courses(s: Settings, trajectories: list[Trajectory], records: script_judge.
     restart's records, by their own name."""
     restarts: dict[str, script_judge.Observed] = {}
     for t in trajectories:
-        if t.preempted is not None and t.observe is not None and t.name in records:
+        if t.outcome.preempted is not None and t.observe is not None and t.name in records:
             base = observation.restarted(str(t.observe.record), {observation.RESTART_ENV: "1"})
             restart = observation.read_all(Path(base))
-            t.preempted = preemption.course(t.preempted, records[t.name], restart or None, s.steps)
+            t.outcome.preempted = preemption.course(t.outcome.preempted, records[t.name], restart or None, s.steps)
             restarts |= {preemption.RESTART: restart} if restart else {}
     return restarts
 
@@ -118,7 +122,9 @@ def _record(
     as_run = ran(t)
     if t.starts_from is not None:
         return replace(as_run, started_from=_started_from(t, left))
-    if t.observe is None or t.observe.stop is None or t.status != Status.DONE or written:  # written: no one's input now
+    if (
+        t.observe is None or t.observe.stop is None or t.outcome.status != Status.DONE or written
+    ):  # written: no one's input now
         return as_run
     stopped = script_plan.stopped(records[t.name])  # read once, in verify
     found = vet.vet(script_plan.checkpoint_of(s, t.output, stopped), advise=False)  # --observe takes no --allow-*

@@ -311,20 +311,20 @@ class Verification:
 
 def ran(t: Trajectory) -> TrajectoryRecord:
     """One process as it ran, with the checkpoint it was accepted with."""
-    checkpoint = t.accepted.checkpoint if t.accepted is not None else None
+    checkpoint = t.outcome.accepted.checkpoint if t.outcome.accepted is not None else None
     return TrajectoryRecord(
         argv=tuple(t.argv),
-        status=t.status,
-        exit_code=t.exit_code,
-        wall_seconds=t.seconds,
+        status=t.outcome.status,
+        exit_code=t.outcome.exit_code,
+        wall_seconds=t.outcome.seconds,
         checkpoint_sha256=checkpoint.sha256 if checkpoint else None,
         checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (),
         log=str(t.log),
-        error=t.error,
-        ran_on=t.placement,
-        run_key=t.run_key,
-        reused_from=str(t.reused_from) if t.reused_from is not None else None,
-        not_reused=t.not_reused,
+        error=t.outcome.error,
+        ran_on=t.outcome.placement,
+        run_key=t.outcome.run_key,
+        reused_from=str(t.outcome.reused_from) if t.outcome.reused_from is not None else None,
+        not_reused=t.outcome.not_reused,
         stopped_after=t.observe.stop[1] if t.observe is not None and t.observe.stop is not None else None,
-        preemption=t.preempted,
+        preemption=t.outcome.preempted,
     )

@@ -53,8 +53,8 @@ def console() -> Console:
 
 def progress(trajectories: list[Trajectory]) -> Table:
     """The live display: one row per process, and done / running / queued with the elapsed time."""
-    count = Counter(t.status for t in trajectories)
-    started = [t.started for t in trajectories if t.started is not None]
+    count = Counter(t.outcome.status for t in trajectories)
+    started = [t.outcome.started for t in trajectories if t.outcome.started is not None]
     elapsed = time.perf_counter() - min(started) if started else 0.0
     title = (
         f"trajectories: {count[Status.DONE]} done, {count[Status.RUNNING]} running, {count[Status.QUEUED]} queued"
@@ -69,9 +69,9 @@ def progress(trajectories: list[Trajectory]) -> Table:
     for column in ("trajectory", "status", "seconds", "exit"):
         table.add_column(column)
     for t in trajectories:
-        style = STYLE.get(t.status, "dim")
-        code = "" if t.exit_code is None else str(t.exit_code)
-        table.add_row(t.name, f"[{style}]{t.status}[/]", f"{t.elapsed():.2f}", code)
+        style = STYLE.get(t.outcome.status, "dim")
+        code = "" if t.outcome.exit_code is None else str(t.outcome.exit_code)
+        table.add_row(t.name, f"[{style}]{t.outcome.status}[/]", f"{t.elapsed():.2f}", code)
     return table
 
 

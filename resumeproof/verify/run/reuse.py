@@ -62,18 +62,18 @@ def reuser(reuse_runs: Path | None, output: Path, launch: Launch) -> Callable[[T
     previous, copied = (read(reuse_runs) if reuse_runs else None), set[str]()
 
     def reused(t: Trajectory) -> bool:
-        t.run_key = key(t, output, launch)
+        t.outcome.run_key = key(t, output, launch)
         if previous is None:
             return False
         if t.preempt is not None:  # its course (the preemption, the restart) is judged, and only a run has one
-            t.not_reused = "a preempted job runs again: how Slurm preempted and restarted it is what is judged"
+            t.outcome.not_reused = "a preempted job runs again: how Slurm preempted and restarted it is what is judged"
             return False
         ran_again = [name for name in t.after if name not in copied]  # its input is not the one it ran from there
-        t.not_reused = f"{ran_again[0]} ran again" if ran_again else _why_not(previous, t, output)
-        if t.not_reused is None:
+        t.outcome.not_reused = f"{ran_again[0]} ran again" if ran_again else _why_not(previous, t, output)
+        if t.outcome.not_reused is None:
             _copy(previous, t, output)
             copied.add(t.name)
-        return t.not_reused is None
+        return t.outcome.not_reused is None
 
     return reused
 
@@ -100,7 +100,7 @@ def _why_not(previous: Previous, t: Trajectory, output: Path) -> str | None:
     before = ran.get("run_key")
     if not isinstance(before, dict):
         return "no run key recorded there (an earlier resumeproof)"
-    differs = [part for part, digest in (t.run_key or {}).items() if before.get(part) != digest]
+    differs = [part for part, digest in (t.outcome.run_key or {}).items() if before.get(part) != digest]
     if differs:
         return f"its {differs[0]} differs"
     if t.observe is None:
@@ -156,5 +156,5 @@ def _copy(previous: Previous, t: Trajectory, output: Path) -> None:
     except OSError as err:
         raise TrajectoryError(f"copying its run from {previous.root}: {err}") from None
     ran = previous.runs[t.name]
-    t.exit_code, t.placement = ran.get("exit_code"), Placement.from_json(ran.get("ran_on"))
-    t.reused_from = previous.root
+    t.outcome.exit_code, t.outcome.placement = ran.get("exit_code"), Placement.from_json(ran.get("ran_on"))
+    t.outcome.reused_from = previous.root

@@ -13,7 +13,7 @@ import shlex
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from resumeproof.common import observation
@@ -44,31 +44,50 @@ class TrajectoryError(ResumeproofError):
 
 
 @dataclass
-class Trajectory:
-    name: str
-    argv: list[str]
-    output: Path  # the directory the process writes (its --output)
-    log: Path
-    after: tuple[str, ...] = ()  # trajectories that must be done first
-    prepare: tuple[tuple[str, ...], ...] = ()  # commands run before argv, in the same job and log
-    expectation: Expectation | None = None  # what the plan requires of it (None: the reference run)
-    reports_step: int | None = None  # the step its summary must report (None: any)
+class Outcome:
+    """What became of a trajectory once it ran: filled in by `run_all`, read by the judge and the report."""
+
     status: Status = Status.QUEUED
     exit_code: int | None = None
     started: float | None = None
     seconds: float | None = None
     error: str | None = None
     accepted: Accepted | None = None  # what `accept` found, once the trajectory is done
-    observe: Observe | None = None  # the observer's records it writes (common/observation.py), if any
-    starts_from: Path | None = None  # a script's resume: the checkpoint its command names (verify/run/inputs.py)
-    copy_of: Path | None = None  # --resume-from-run: the run folder copied to `output` before it starts
     left: inputs.Fingerprint | None = None  # an interrupted script's checkpoint, before any resume started
     placement: Placement | None = None  # where its command ran (verify/run/launch/), once it ran
     run_key: dict[str, str] | None = None  # what makes another run of it the same run (verify/run/reuse.py)
     reused_from: Path | None = None  # --reuse-runs: the verification its run was copied from
     not_reused: str | None = None  # --reuse-runs: why it ran again
+    preempted: Preempted | None = None  # --preempt: what happened to its job, once it ended
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One process the plan asks for, as planned (frozen: a plan's stage makes a new one with `replace`), and what
+    became of it (`outcome`, the one part the run fills in)."""
+
+    name: str
+    argv: list[str]
+    output: Path  # the directory the process writes (its --output)
+    log: Path
+    after: tuple[str, ...] = ()  # trajectories that must be done first
+    prepare: tuple[tuple[str, ...], ...] = ()  # commands run before argv, in the same job and log
+    planned: Expectation | None = None  # what the plan requires of it (None: the reference run)
+    reports_step: int | None = None  # the step its summary must report (None: any)
+    observe: Observe | None = None  # the observer's records it writes (common/observation.py), if any
+    starts_from: Path | None = None  # a script's resume: the checkpoint its command names (verify/run/inputs.py)
+    copy_of: Path | None = None  # --resume-from-run: the run folder copied to `output` before it starts
     preempt: Preempt | None = None  # --preempt: one requeueable job that Slurm preempts (verify/run/launch/preempt.py)
-    preempted: Preempted | None = None  # what happened to that job, once it ended
+    outcome: Outcome = field(default_factory=Outcome, compare=False, init=False)  # replace() starts a new one
+
+    @property
+    def expectation(self) -> Expectation | None:
+        """What it is judged by: as planned, except that a preempted job's end is a resume from where its restart
+        went on (read off the job's starts once it ended)."""
+        p = self.outcome.preempted
+        if self.planned is None or p is None or not p.resumed_from:
+            return self.planned
+        return replace(self.planned, resumed_at=p.resumed_from[0])
 
     def environment(self) -> dict[str, str] | None:
         """Its process's environment: this one's, with the observer injected where it is asked for."""
@@ -79,9 +98,10 @@ class Trajectory:
         return observation.environment(dict(os.environ), watch.record, watch.updates, stop, watch.block, watch.values)
 
     def elapsed(self) -> float:
-        if self.seconds is not None:
-            return self.seconds
-        return time.perf_counter() - self.started if self.started is not None else 0.0
+        ran = self.outcome
+        if ran.seconds is not None:
+            return ran.seconds
+        return time.perf_counter() - ran.started if ran.started is not None else 0.0
 
 
 def run_all(
@@ -117,23 +137,23 @@ def _schedule(
 ) -> None:
     """Start each trajectory once its dependencies are done and a job is free, until none is left."""
     by_name = {t.name: t for t in trajectories}
-    pending, running = [t for t in trajectories if t.status == Status.QUEUED], dict[Future, Trajectory]()
+    pending, running = [t for t in trajectories if t.outcome.status == Status.QUEUED], dict[Future, Trajectory]()
     while pending or running:
         for t in list(pending):
-            needs = [by_name[name].status for name in t.after]
+            needs = [by_name[name].outcome.status for name in t.after]
             if any(status in (Status.FAILED, Status.SKIPPED) for status in needs):
                 pending.remove(t)
-                t.status, t.error = Status.SKIPPED, f"needs {', '.join(t.after)}"
+                t.outcome.status, t.outcome.error = Status.SKIPPED, f"needs {', '.join(t.after)}"
             elif all(status == Status.DONE for status in needs) and len(running) < jobs:
                 pending.remove(t)
-                t.status, t.started = Status.RUNNING, time.perf_counter()
+                t.outcome.status, t.outcome.started = Status.RUNNING, time.perf_counter()
                 running[start(t)] = t
         refresh()
         finished, _ = wait(running, timeout=0.1, return_when=FIRST_COMPLETED)
         for future in finished:
             t = running.pop(future)
-            t.status = Status.DONE if future.result() is None else Status.FAILED
-            added = expand(t) if t.status == Status.DONE else []
+            t.outcome.status = Status.DONE if future.result() is None else Status.FAILED
+            added = expand(t) if t.outcome.status == Status.DONE else []
             trajectories += added
             pending += added
             by_name.update((a.name, a) for a in added)
@@ -141,7 +161,7 @@ def _schedule(
 
 def first_error(trajectories: list[Trajectory]) -> str | None:
     """Why the first trajectory that failed did (one skipped only follows another's failure); None: none failed."""
-    return next((t.error for t in trajectories if t.error and t.status != Status.SKIPPED), None)
+    return next((t.outcome.error for t in trajectories if t.outcome.error and t.outcome.status != Status.SKIPPED), None)
 
 
 def _run(
@@ -152,9 +172,10 @@ def _run(
     reused: Callable[[Trajectory], bool],
 ) -> str | None:
     """Run the prerequisite steps and the process to their end; None when accepted, else the reason."""
+    ran = t.outcome
     try:
         if reused(t):
-            t.accepted = accept(t)
+            ran.accepted = accept(t)
             return None
         t.log.write_bytes(b"")
         if t.copy_of is not None:
@@ -165,24 +186,24 @@ def _run(
                 said = failure.said(t.log)
                 raise TrajectoryError(f"prerequisite `{shlex.join(step)}` exited with status {code}: {said}")
         if t.preempt is not None:
-            t.exit_code = _preempted(t, launcher, timeout)
+            ran.exit_code = _preempted(t, launcher, timeout)
         else:
-            t.exit_code = _launched(t, launcher, t.argv, timeout, t.environment())
-        if t.exit_code != 0:
+            ran.exit_code = _launched(t, launcher, t.argv, timeout, t.environment())
+        if ran.exit_code != 0:
             said = failure.said(t.log)
-            raise TrajectoryError(f"exited with status {t.exit_code}{': ' + said if said else ''} (log: {t.log})")
-        t.accepted = accept(t)
+            raise TrajectoryError(f"exited with status {ran.exit_code}{': ' + said if said else ''} (log: {t.log})")
+        ran.accepted = accept(t)
     except (TrajectoryError, LaunchError, inputs.InputError) as err:
-        t.error = f"{t.name}: {err}"
+        ran.error = f"{t.name}: {err}"
     finally:
-        t.seconds = time.perf_counter() - (t.started or time.perf_counter())
-    return t.error
+        ran.seconds = time.perf_counter() - (ran.started or time.perf_counter())
+    return ran.error
 
 
 def _launched(t: Trajectory, launcher: Launcher, argv: list[str], timeout: float, env: dict[str, str] | None) -> int:
     """One command of `t` run to its end by `launcher`: its exit code, once it is known to have started once."""
     ran = launcher.launch(argv, t.log, timeout, env)
-    t.placement = ran.placement
+    t.outcome.placement = ran.placement
     if ran.placement.attempts > 1:
         raise TrajectoryError(
             f"`{shlex.join(argv)}` started {ran.placement.attempts} times (job {ran.placement.job_id}: retried or "
@@ -197,22 +218,21 @@ def _preempted(t: Trajectory, launcher: Launcher, timeout: float) -> int:
     preempter = getattr(launcher, "preempted", None)
     if preempter is None or t.preempt is None:
         raise TrajectoryError("--preempt needs --launcher slurm: Slurm preempts the job")
-    t.preempted = preempter(t.argv, t.log, t.output, timeout, t.environment(), t.preempt)
-    first = t.preempted.starts[0] if t.preempted.starts else None
-    t.placement = Placement(
+    job = preempter(t.argv, t.log, t.output, timeout, t.environment(), t.preempt)
+    t.outcome.preempted = job
+    first = job.starts[0] if job.starts else None
+    t.outcome.placement = Placement(
         launcher="slurm",
         host=first.host if first else None,
-        job_id=t.preempted.job_id,
-        attempts=len(t.preempted.starts),
+        job_id=job.job_id,
+        attempts=len(job.starts),
         devices=first.devices or None if first else None,
         node=first.node or None if first else None,
     )
-    if t.expectation is not None and t.preempted.resumed_from:  # its end is judged as a resume from there
-        t.expectation = replace(t.expectation, resumed_at=t.preempted.resumed_from[0])
-    both = next(((n, s.overlapping) for n, s in enumerate(t.preempted.starts, 1) if s.overlapping), None)
+    both = next(((n, s.overlapping) for n, s in enumerate(job.starts, 1) if s.overlapping), None)
     if both is not None:
         raise TrajectoryError(
-            f"start {both[0]} of job {t.preempted.job_id} began while an earlier start's command (pid {both[1]}) "
+            f"start {both[0]} of job {job.job_id} began while an earlier start's command (pid {both[1]}) "
             f"still ran: two writers in {t.output}, refused, not judged"
         )
-    return t.preempted.exit_code
+    return job.exit_code

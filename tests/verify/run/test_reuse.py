@@ -5,6 +5,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,7 @@ def earlier(tmp_path, monkeypatch):
     record = {"format": observation.FORMAT, "updates": {}, observation.SOURCES: stats}
     observation.record_file(t.observe.record, None).write_text(json.dumps(record))
     (t.observe.record.parent / "continuous-repeat.json").write_text("{}")  # another trajectory's: never copied
-    runs = {"continuous": {"status": Status.DONE, "exit_code": 0, "run_key": t.run_key, "ran_on": None}}
+    runs = {"continuous": {"status": Status.DONE, "exit_code": 0, "run_key": t.outcome.run_key, "ran_on": None}}
     (a / "verification.json").write_text(json.dumps({"trajectories": runs}))
     return a, sources
 
@@ -70,7 +71,7 @@ def test_a_run_made_the_same_way_from_the_same_files_is_copied_with_its_folder_l
     b = fresh(tmp_path / "b")
     t = planned(b)
     assert reuser(b, a)(t)
-    assert (t.reused_from, t.not_reused, t.exit_code) == (a, None, 0)
+    assert (t.outcome.reused_from, t.outcome.not_reused, t.outcome.exit_code) == (a, None, 0)
     assert (b / "continuous" / "ckpt_3.pt").read_bytes() == b"weights" and t.log.read_text() == "the log\n"
     assert sorted(p.name for p in (b / "observed").iterdir()) == ["continuous.json"]
 
@@ -89,7 +90,7 @@ def test_a_source_file_changed_touched_or_gone_runs_again_naming_it(earlier, tmp
     change(sources)
     t = planned(tmp_path / "b")
     assert not reuser(tmp_path / "b", a)(t)
-    assert t.not_reused == said and t.reused_from is None and not t.output.exists()
+    assert t.outcome.not_reused == said and t.outcome.reused_from is None and not t.output.exists()
 
 
 def test_another_command_observer_setting_or_environment_is_another_run(earlier, tmp_path, monkeypatch):
@@ -97,17 +98,15 @@ def test_another_command_observer_setting_or_environment_is_another_run(earlier,
     b = fresh(tmp_path / "b")
     cases = {
         "its command differs": planned(b, argv=("python", "train.py", "--steps", "7")),
-        "its observer differs": Trajectory(
-            **{**vars(planned(b)), "observe": Observe(b / "observed" / "continuous", "1-3")}
-        ),
+        "its observer differs": replace(planned(b), observe=Observe(b / "observed" / "continuous", "1-3")),
     }
     for said, t in cases.items():
-        assert not reuser(b, a)(t) and t.not_reused == said
+        assert not reuser(b, a)(t) and t.outcome.not_reused == said
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "another test")  # volatile: not part of the run
     assert reuser(b, a)(planned(b))
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     t = planned(tmp_path / "c")
-    assert not reuser(tmp_path / "c", a)(t) and t.not_reused == "its environment differs"
+    assert not reuser(tmp_path / "c", a)(t) and t.outcome.not_reused == "its environment differs"
 
 
 def test_the_output_folder_is_read_as_one_token_never_a_prefix_of_another(tmp_path):
@@ -128,21 +127,21 @@ def test_a_run_not_done_there_keyless_recordless_or_whose_input_ran_again_runs_a
     run = document["trajectories"]["continuous"]
     b, reused = tmp_path / "b", reuser(tmp_path / "b", a)
     resumed = planned(b, "resumed", after=("continuous",))
-    assert not reused(resumed) and resumed.not_reused == "continuous ran again"
+    assert not reused(resumed) and resumed.outcome.not_reused == "continuous ran again"
     for change, said in [
         ({"status": "failed"}, "not done there"),
         ({"run_key": None}, "no run key recorded there (an earlier resumeproof)"),
     ]:
         (a / "verification.json").write_text(json.dumps({"trajectories": {"continuous": {**run, **change}}}))
         t = planned(b)
-        assert not reuser(b, a)(t) and t.not_reused == said
+        assert not reuser(b, a)(t) and t.outcome.not_reused == said
     (a / "verification.json").write_text(json.dumps(document))
     record = observation.record_file(a / "observed" / "continuous", None)
     record.write_text(json.dumps({"format": observation.FORMAT, "updates": {}}))
     t = planned(b)
-    assert not reuser(b, a)(t) and t.not_reused == "continuous.json names no source files (an earlier observer)"
+    assert not reuser(b, a)(t) and t.outcome.not_reused == "continuous.json names no source files (an earlier observer)"
     record.unlink()
-    assert not reuser(b, a)(t) and t.not_reused == "no observer record there"
+    assert not reuser(b, a)(t) and t.outcome.not_reused == "no observer record there"
 
 
 @pytest.mark.parametrize(

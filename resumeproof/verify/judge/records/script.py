@@ -33,7 +33,7 @@ def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) 
     continuous = records[CONTINUOUS]
     determinism, check = exact.determinism(continuous, records[REPEAT], s.atol)
     held = judged(trajectories)
-    preempted = [t.preempted for t in trajectories if t.preempted is not None]
+    preempted = [t.outcome.preempted for t in trajectories if t.outcome.preempted is not None]
     if all(name in records for name in REPEATS[1:]) and determinism.deterministic is False:
         spread = _within_spread(records, held, determinism, check)
         return replace(spread, checks=spread.checks + _preempted(preempted, records, spread))

@@ -58,7 +58,7 @@ def evaluate(
     held = {t.name: _hold(t, against) for t in judged}
     unusable = finite.unusable(cont, parts)  # not finite where an output is read: fails, whatever matched
     checks = [*(c for h in held.values() for c in (h.restore, h.check) if c), finite.check(unusable)]
-    checks += [preemption.check(t.preempted, t.name) for t in trajectories if t.preempted is not None]
+    checks += [preemption.check(t.outcome.preempted, t.name) for t in trajectories if t.outcome.preempted is not None]
     if det.repeated or det.deterministic is False:
         checks.append(_determinism_check(det))
     negative = next((h.negative for h in held.values() if h.negative is not None), None)

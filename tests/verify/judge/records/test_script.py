@@ -77,7 +77,7 @@ def test_each_run_is_judged_by_what_the_plan_expects_of_it_not_by_its_name():
         if t.name in renamed:
             e = t.expectation
             assert e is not None
-            t = replace(t, name=renamed[t.name], expectation=replace(e, id=replace(e.id, trajectory=renamed[t.name])))
+            t = replace(t, name=renamed[t.name], planned=replace(e, id=replace(e.id, trajectory=renamed[t.name])))
         planned.append(t)
     given = {renamed.get(name, name): run for name, run in records(RECORDED).items()}
     found = script.evaluate(ASKED, planned, given)

@@ -24,7 +24,7 @@ def summary(state: dict, draws: dict, step: int = 2, eval_: float = 0.25) -> Sum
 
 def resume(name: str = "resumed") -> Trajectory:
     e = Expectation(kind=Expect.CONCORDANT, id=CheckId(kind=CheckKind.RESUME, trajectory=name), name=name, resumed_at=2)
-    return Trajectory(name, [], REPO, REPO, after=("interrupted",), expectation=e)
+    return Trajectory(name, [], REPO, REPO, after=("interrupted",), planned=e)
 
 
 def held(saved: Summary, twin: Summary, parts: tuple[str, ...], name: str = "resumed"):

@@ -77,8 +77,8 @@ class Overlapping:
 def test_two_starts_that_ran_at_once_are_refused_never_judged(tmp_path):
     t = Trajectory("preempted", ["t"], tmp_path / "out", tmp_path / "t.log", preempt=Preempt("requeue", 3))
     run_all([t], 1, 60, accept=lambda _: pytest.fail("never accepted"), launcher=Overlapping())  # type: ignore[arg-type]
-    assert t.status == Status.FAILED and t.placement is not None and t.placement.attempts == 2
-    assert t.error == (
+    assert t.outcome.status == Status.FAILED and t.outcome.placement is not None and t.outcome.placement.attempts == 2
+    assert t.outcome.error == (
         f"preempted: start 2 of job 9 began while an earlier start's command (pid 4242) still ran: two writers in "
         f"{tmp_path / 'out'}, refused, not judged"
     )
@@ -88,7 +88,8 @@ def test_a_trajectory_the_local_launcher_would_run_cannot_be_preempted(tmp_path)
     t = Trajectory("preempted", ["true"], tmp_path / "out", tmp_path / "t.log", preempt=Preempt("signal", 3))
     run_all([t], 1, 60, accept=lambda _: None)
     assert (
-        t.status == Status.FAILED and t.error == "preempted: --preempt needs --launcher slurm: Slurm preempts the job"
+        t.outcome.status == Status.FAILED
+        and t.outcome.error == "preempted: --preempt needs --launcher slurm: Slurm preempts the job"
     )
 
 

@@ -115,8 +115,8 @@ def test_a_trajectory_whose_command_started_twice_is_refused_and_once_accepted(t
     t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
     ray = Ray(Launch(launcher="ray"), tmp_path / "launches", client=Retried(times))
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=ray)
-    assert t.status == status and t.placement is not None and t.placement.attempts == times
-    assert ("started 2 times (job raysubmit_7: retried or requeued by the scheduler)" in (t.error or "")) == (
+    assert t.outcome.status == status and t.outcome.placement is not None and t.outcome.placement.attempts == times
+    assert ("started 2 times (job raysubmit_7: retried or requeued by the scheduler)" in (t.outcome.error or "")) == (
         times == 2
     )
 

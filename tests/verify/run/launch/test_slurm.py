@@ -207,8 +207,8 @@ def test_a_trajectory_whose_command_started_twice_is_refused_and_its_attempts_re
     folder.mkdir()
     t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=Slurm(SLURM, folder, executor=Requeued()))
-    assert t.status == Status.FAILED and t.placement is not None and t.placement.attempts == 2
-    assert "started 2 times (job 7: retried or requeued by the scheduler)" in (t.error or "")
+    assert t.outcome.status == Status.FAILED and t.outcome.placement is not None and t.outcome.placement.attempts == 2
+    assert "started 2 times (job 7: retried or requeued by the scheduler)" in (t.outcome.error or "")
 
 
 def test_a_job_whose_second_node_started_twice_is_refused(tmp_path):
@@ -226,8 +226,12 @@ def test_a_job_whose_second_node_started_twice_is_refused(tmp_path):
     t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
     slurm = Slurm(Launch(launcher="slurm", nodes=2), folder, executor=SecondNodeTwice())
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=slurm)
-    assert t.status == Status.FAILED and t.placement is not None and t.placement.attempts == 2
-    assert t.placement.host == "node-1,node-2" and t.placement.node == "n1,n2" and "started 2 times" in (t.error or "")
+    assert t.outcome.status == Status.FAILED and t.outcome.placement is not None and t.outcome.placement.attempts == 2
+    assert (
+        t.outcome.placement.host == "node-1,node-2"
+        and t.outcome.placement.node == "n1,n2"
+        and "started 2 times" in (t.outcome.error or "")
+    )
 
 
 def test_a_prerequisite_step_requeued_refuses_its_trajectory_before_the_command_runs(tmp_path):
@@ -246,7 +250,7 @@ def test_a_prerequisite_step_requeued_refuses_its_trajectory_before_the_command_
     argv = [sys.executable, "-c", f"open({str(never)!r}, 'w')"]
     t = Trajectory("fault-flat", argv, tmp_path / "o", tmp_path / "t.log", prepare=((sys.executable, "-c", "pass"),))
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=Slurm(SLURM, folder, executor=FirstRequeued()))
-    assert t.status == Status.FAILED and "started 2 times" in (t.error or "") and not never.exists()
+    assert t.outcome.status == Status.FAILED and "started 2 times" in (t.outcome.error or "") and not never.exists()
 
 
 def test_the_same_trajectory_started_once_is_accepted(tmp_path):
@@ -260,7 +264,7 @@ def test_the_same_trajectory_started_once_is_accepted(tmp_path):
     folder.mkdir()
     t = Trajectory("continuous", [sys.executable, "-c", "pass"], tmp_path / "o", tmp_path / "t.log")
     run_all([t], jobs=1, timeout=60, accept=lambda _: None, launcher=Slurm(SLURM, folder, executor=Once()))
-    assert t.status == Status.DONE and t.placement is not None and t.placement.attempts == 1
+    assert t.outcome.status == Status.DONE and t.outcome.placement is not None and t.outcome.placement.attempts == 1
 
 
 def test_a_job_that_never_starts_within_the_timeout_is_cancelled_with_the_schedulers_word(tmp_path):
