@@ -85,6 +85,7 @@ ONLY_OBSERVED = ("checkpoint", "preset", "stop", "resume_from_run", "epochs")
 )
 @click.option(
     "--observe",
+    "script",
     is_flag=True,
     help="Verify an unmodified script from the observer's records: no protocol flag, placeholders {run}, {steps} "
     "(or {epochs}) and {checkpoint} in the commands (docs/observe.md).",
@@ -211,7 +212,7 @@ def run_verify(
     repeat,
     require_deterministic,
     no_observe,
-    observe,
+    script,
     checkpoint,
     preset,
     stop,
@@ -237,11 +238,11 @@ def run_verify(
     debug,
 ) -> int:
     """Verify that TRAIN_CMD resumes as if it had never stopped."""
-    wrong = [f"--{n.replace('_', '-')}" for n in (NOT_OBSERVED if observe else ONLY_OBSERVED) if _given(n)]
+    wrong = [f"--{n.replace('_', '-')}" for n in (NOT_OBSERVED if script else ONLY_OBSERVED) if _given(n)]
     if wrong:
-        where = "does not apply with --observe" if observe else "applies only with --observe"
+        where = "does not apply with --observe" if script else "applies only with --observe"
         raise click.UsageError(f"{wrong[0]} {where} (docs/observe.md)")
-    if observe:
+    if script:
         train_cmd, resume_cmd, checkpoint = with_preset(preset, train_cmd, resume_cmd, checkpoint)
         atol = atol if _given("atol") else 0.0  # a script is judged bit for bit unless asked
     if epochs and _given("steps"):
@@ -259,7 +260,7 @@ def run_verify(
             jobs=jobs,
             timeout=timeout,
             torch_load=torch_load,
-            faults=settings.parse_faults(faults, script=observe),
+            faults=settings.parse_faults(faults, script=script),
             segments=settings.parse_segments(segments, steps),
             cadence=1 if check_cadence else 0,
             plot=plot,
@@ -268,10 +269,7 @@ def run_verify(
             repeat=repeat,
             observe=not no_observe,
             require_deterministic=require_deterministic,
-            script=observe,
-            checkpoint=checkpoint,
-            stop=stop,
-            resume_from_run=resume_from_run,
+            script=settings.parse_script(checkpoint, stop, resume_from_run) if script else None,
             points_from=settings.points_from(interrupt_at),
             epochs=epochs or 0,
             reuse_runs=reuse_runs,

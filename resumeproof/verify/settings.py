@@ -42,7 +42,6 @@ NEEDED = {
 }
 
 FROM_RUN_INSIDE = "with --resume-from-run the checkpoint must lie in {run}, the folder each resume gets a copy of"
-FROM_RUN_NEEDS = "applies only with --observe (a protocol trainer resumes from the file its --resume-from names)"
 
 
 class SettingsError(ResumeproofError):
@@ -51,6 +50,16 @@ class SettingsError(ResumeproofError):
     def __init__(self, flag: str, message: str) -> None:
         super().__init__(f"{flag}: {message}")
         self.flag, self.message = flag, message
+
+
+@dataclass(frozen=True, kw_only=True)
+class Script:
+    """What only an unmodified script's verification (--observe) is told: it is judged from the observer's records
+    alone (verify/plan/script.py), and its commands take placeholders where a protocol trainer takes flags."""
+
+    checkpoint: str  # the interrupted run's checkpoint, `{run}` and `{step}` (--checkpoint)
+    stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
+    resume_from_run: bool = False  # each resume's `{run}`: a fresh copy of the interrupted run's folder
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,11 +83,7 @@ class Settings:
     repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
     observe: bool = True  # the observer watches every trajectory (--no-observe: the summaries alone)
     require_deterministic: bool = False  # a trainer that differs from itself fails (else: the restore, the spread)
-    # --observe: an unmodified script, judged from the observer's records alone (verify/plan/script.py)
-    script: bool = False
-    checkpoint: str | None = None  # the interrupted run's checkpoint, `{run}` and `{step}` (--checkpoint)
-    stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
-    resume_from_run: bool = False  # each resume's `{run}`: a fresh copy of the interrupted run's folder
+    script: "Script | None" = None  # --observe: an unmodified script's own settings (None: a protocol trainer)
     epochs: int = 0  # --epochs E: fills {epochs}; N (steps 0 until then) is read off the continuous run
     epoch_updates: int = 0  # with --epochs: updates per epoch, N / E, read off the continuous run (0 until then)
     launch: Launch = LOCAL_LAUNCH  # where the trajectories run: --launcher, --slurm-*, --ray-* (docs/cluster.md)
@@ -104,11 +109,10 @@ class Settings:
             parse_train_cmd(self.resume_cmd, "--resume-cmd")
         _check_epochs(self)
         _check_reuse(self)
-        if self.script:
-            _check_script(self)
+        if self.script is not None:
+            _check_script(self, self.script)
         else:
             _check_parts(self.faults)
-            _check_not_from_run(self.resume_from_run)
 
     @property
     def deferred(self) -> bool:
@@ -135,35 +139,36 @@ class Settings:
         return self.resume_cmd or self.train_cmd
 
     @property
-    def checkpoint_pattern(self) -> str:
-        """--checkpoint, which a script's settings always have."""
-        assert self.checkpoint is not None, "only a script's settings name its checkpoint"
-        return self.checkpoint
+    def scripted(self) -> Script:
+        """A script's own settings, where the verification is of one (verify/plan/script.py)."""
+        assert self.script is not None, "only a script's verification has them"
+        return self.script
 
 
-def _check_script(s: Settings) -> None:
+def _check_script(s: Settings, script: Script) -> None:
     """What an unmodified script's verification needs: its commands' placeholders, faults it can block."""
-    if s.checkpoint is None or s.resume_cmd is None:
-        raise SettingsError("--checkpoint" if s.checkpoint is None else "--resume-cmd", "is required with --observe")
+    if s.resume_cmd is None:
+        raise SettingsError("--resume-cmd", "is required with --observe")
     length = RUN_EPOCHS if s.epochs else STEPS
+    from_run = script.resume_from_run
     needs = (
         ("--train-cmd", s.train_cmd, (RUN, length)),
-        ("--resume-cmd", s.resume_cmd, (RUN, length) if s.resume_from_run else (RUN, length, CHECKPOINT)),
-        ("--checkpoint", s.checkpoint, (RUN,)),
+        ("--resume-cmd", s.resume_cmd, (RUN, length) if from_run else (RUN, length, CHECKPOINT)),
+        ("--checkpoint", script.checkpoint, (RUN,)),
     )
     for flag, text, placeholders in needs:
         missing = [p for p in placeholders if p not in text]
         if missing:
             raise SettingsError(flag, f"{text!r} lacks {', '.join(missing)}: {NEEDED[missing[0]]}")
         parse_train_cmd(text, flag)
-    if s.resume_from_run and not s.checkpoint.startswith(RUN):
-        raise SettingsError("--checkpoint", f"{s.checkpoint!r}: {FROM_RUN_INSIDE}")
+    if from_run and not script.checkpoint.startswith(RUN):
+        raise SettingsError("--checkpoint", f"{script.checkpoint!r}: {FROM_RUN_INSIDE}")
     unknown = [p for p in s.faults if p not in observation.BLOCKABLE]
     if unknown:
         among = ", ".join(observation.BLOCKABLE)
         raise SettingsError("--faults", f"{unknown[0]!r}: with --observe, all or among {among}")
-    if s.stop not in observation.STOPS:
-        raise SettingsError("--stop", f"{s.stop!r}: one of {', '.join(observation.STOPS)}")
+    if script.stop not in observation.STOPS:
+        raise SettingsError("--stop", f"{script.stop!r}: one of {', '.join(observation.STOPS)}")
 
 
 def _check_launch(launch: Launch) -> None:
@@ -212,13 +217,6 @@ def _check_preempt(launch: Launch) -> None:
         raise SettingsError("--slurm-signal", f"applies only with --preempt {SIGNAL}")
 
 
-def _check_not_from_run(resume_from_run: bool) -> None:
-    """A protocol trainer resumes from the file its --resume-from names and writes only its --output: no run folder
-    of its own to resume from, nothing to copy."""
-    if resume_from_run:
-        raise SettingsError("--resume-from-run", FROM_RUN_NEEDS)
-
-
 def _check_reuse(s: Settings) -> None:
     if s.reuse_runs is None:
         return
@@ -230,7 +228,7 @@ def _check_reuse(s: Settings) -> None:
 
 def _check_epochs(s: Settings) -> None:
     """--epochs, {epochs}, {epoch} and --interrupt-at checkpoints: only where the run can say what they mean."""
-    if (s.epochs or s.points_from is CHECKPOINTS) and not s.script:
+    if (s.epochs or s.points_from is CHECKPOINTS) and s.script is None:
         raise SettingsError("--epochs" if s.epochs else "--interrupt-at", "applies only with --observe")
     if s.epochs and s.steps and s.steps != s.epochs * s.epoch_updates:
         raise SettingsError("--steps", "does not apply with --epochs: N is read off the continuous run")
@@ -240,7 +238,7 @@ def _check_epochs(s: Settings) -> None:
             raise SettingsError("--epochs", f"is required: {flag} {text!r} takes {RUN_EPOCHS}")
         if STEPS in text and s.epochs:
             raise SettingsError(flag, f"{text!r} takes {STEPS}: with --epochs the run length is {RUN_EPOCHS}")
-    pattern = s.checkpoint or ""
+    pattern = s.script.checkpoint if s.script is not None else ""
     if EPOCH in pattern and not s.epochs:
         raise SettingsError(
             "--checkpoint",
@@ -253,6 +251,13 @@ def _check_epochs(s: Settings) -> None:
             f"{CHECKPOINTS} needs {STEP} or {EPOCH} in --checkpoint: the name {pattern!r} does not "
             "say after which update the continuous run wrote it",
         )
+
+
+def parse_script(checkpoint: str | None, stop: str, resume_from_run: bool) -> Script:
+    """--observe's own options: --checkpoint is required, the rest is checked with the commands (`Settings`)."""
+    if checkpoint is None:
+        raise SettingsError("--checkpoint", "is required with --observe")
+    return Script(checkpoint=checkpoint, stop=stop, resume_from_run=resume_from_run)
 
 
 def parse_train_cmd(train_cmd: str, flag: str = "--train-cmd") -> str:

@@ -119,7 +119,7 @@ def verify(s: Settings, out: Console) -> Verification:
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
     (s.output / trainer_plan.OBSERVED).mkdir()
-    way = SCRIPT if s.script else TRAINER
+    way = SCRIPT if s.script is not None else TRAINER
     trajectories = way.first(s)
     error = _run(trajectories, s, way, out)
     if error is None and s.deferred:  # the points, or N, read off the continuous run; then the rest of the plan

@@ -8,6 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from resumeproof import cli
+from resumeproof.common.observation import EXIT
+from resumeproof.verify import settings
 from resumeproof.verify.chaos.settings import ChaosSettings
 from resumeproof.verify.run.launch import Launch, SlurmSignal
 from resumeproof.verify.settings import (
@@ -92,7 +94,18 @@ def test_the_command_and_the_verification_settings_refuse_the_same_values(tmp_pa
 
 
 SCRIPT = ("--observe", "--train-cmd", "t {run} {steps}", "--resume-cmd", "t {run} {steps} {checkpoint}")
-SCRIPT_FIELDS = {"script": True, "train_cmd": SCRIPT[2], "resume_cmd": SCRIPT[4], "checkpoint": "{run}/c"}
+SCRIPT_FIELDS = {"observe_script": True, "train_cmd": SCRIPT[2], "resume_cmd": SCRIPT[4], "checkpoint": "{run}/c"}
+SCRIPT_OWN = ("checkpoint", "stop", "resume_from_run")  # --observe's own options: a Script's fields
+
+
+def settings_of(fields: dict) -> Settings:
+    """Settings from flat fields as the command line gives them: with `observe_script`, --observe's own options
+    into its `Script` as the command line builds it (settings.parse_script)."""
+    rest = {k: v for k, v in fields.items() if k not in (*SCRIPT_OWN, "observe_script")}
+    if not fields.get("observe_script"):
+        return Settings(**rest)
+    own = {"stop": EXIT, "resume_from_run": False, **{k: fields.get(k) for k in SCRIPT_OWN if k in fields}}
+    return Settings(**rest, script=settings.parse_script(own["checkpoint"], own["stop"], own["resume_from_run"]))
 
 
 @pytest.mark.parametrize(
@@ -112,30 +125,30 @@ def test_a_scripts_command_and_its_settings_refuse_the_same_values(tmp_path, fla
     said = refused_by_the_command(tmp_path, "verify", "--observe", *(x for pair in typed.items() for x in pair))
     assert flag in said
     with pytest.raises(SettingsError) as refused:
-        Settings(**{**VERIFY, **SCRIPT_FIELDS, field: value})
+        settings_of({**VERIFY, **SCRIPT_FIELDS, field: value})
     assert refused.value.flag == flag
-    assert Settings(**{**VERIFY, **SCRIPT_FIELDS}).checkpoint_pattern == "{run}/c"
+    assert settings_of({**VERIFY, **SCRIPT_FIELDS}).scripted.checkpoint == "{run}/c"
 
 
 def test_resume_from_run_frees_the_resume_command_of_checkpoint_and_keeps_the_checkpoint_in_the_copied_folder():
     """Each resume's {run} is a copy of the interrupted run's folder: {checkpoint} is optional, and a checkpoint
     outside {run} would not be in the copy."""
     from_run = {**VERIFY, **SCRIPT_FIELDS, "resume_cmd": "t {run} {steps} --init_from=resume", "resume_from_run": True}
-    assert Settings(**from_run).resume_from_run
+    assert settings_of(from_run).scripted.resume_from_run
     with pytest.raises(SettingsError) as refused:
-        Settings(**{**from_run, "checkpoint": "/elsewhere/{run}.pt"})
+        settings_of({**from_run, "checkpoint": "/elsewhere/{run}.pt"})
     assert refused.value.flag == "--checkpoint" and "must lie in {run}" in refused.value.message
     with pytest.raises(SettingsError, match=r"lacks \{checkpoint\}"):  # without it, the resume must be told
-        Settings(**{**from_run, "resume_from_run": False})
-    assert Settings(**{**VERIFY, **SCRIPT_FIELDS, "checkpoint": "/elsewhere/{run}.pt"}).checkpoint
+        settings_of({**from_run, "resume_from_run": False})
+    assert settings_of({**VERIFY, **SCRIPT_FIELDS, "checkpoint": "/elsewhere/{run}.pt"}).scripted.checkpoint
 
 
-def test_resume_from_run_is_refused_for_a_protocol_trainer_by_the_command_and_the_settings(tmp_path):
+def test_resume_from_run_is_refused_for_a_protocol_trainer_by_the_command_and_has_no_place_in_its_settings(tmp_path):
+    """--observe's own options are a `Script`'s fields: a protocol trainer's settings have none to set."""
     said = refused_by_the_command(tmp_path, "verify", "--resume-from-run")
     assert "--resume-from-run applies only with --observe" in said
-    with pytest.raises(SettingsError) as refused:
+    with pytest.raises(TypeError, match="resume_from_run"):
         Settings(**{**VERIFY, "resume_from_run": True})
-    assert refused.value.flag == "--resume-from-run" and refused.value.message.startswith("applies only with --observe")
 
 
 def test_settings_inferring_their_points_may_hold_none_until_the_continuous_run_gives_them():
@@ -177,7 +190,7 @@ def test_chaos_refuses_a_run_without_a_cadence_and_says_why(tmp_path, every):
 EPOCH_SCRIPT = {
     **VERIFY,
     "steps": 0,
-    "script": True,
+    "observe_script": True,
     "train_cmd": "t --epochs {epochs} --out {run}",
     "resume_cmd": "t --epochs {epochs} --out {run} --resume {checkpoint}",
     "checkpoint": "{run}/checkpoint-{epoch}.pth.tar",
@@ -192,7 +205,7 @@ EPOCH_SCRIPT = {
         ({"train_cmd": "t --out {run}"}, "--train-cmd: 't --out {run}' lacks {epochs}: with --epochs every process"),
         ({"train_cmd": "t {epochs} {steps} {run}"}, "takes {steps}: with --epochs the run length is {epochs}"),
         ({"steps": 12, "epoch_updates": 5}, "--steps: does not apply with --epochs"),
-        ({"script": False}, "--epochs: applies only with --observe"),
+        ({"observe_script": False}, "--epochs: applies only with --observe"),
         (
             {"checkpoint": "{run}/last.pth.tar", "points_from": PointsFrom.CHECKPOINTS},
             "--interrupt-at: checkpoints needs {step}",
@@ -201,8 +214,8 @@ EPOCH_SCRIPT = {
 )
 def test_epochs_and_checkpoints_are_refused_in_one_line_where_the_run_cannot_say_what_they_mean(change, says):
     with pytest.raises(SettingsError, match=says.replace("{", r"\{").replace("}", r"\}")):
-        Settings(**{**EPOCH_SCRIPT, **change})
-    assert Settings(**EPOCH_SCRIPT).deferred and Settings(**{**EPOCH_SCRIPT, "steps": 12, "epoch_updates": 4})
+        settings_of({**EPOCH_SCRIPT, **change})
+    assert settings_of(EPOCH_SCRIPT).deferred and settings_of({**EPOCH_SCRIPT, "steps": 12, "epoch_updates": 4})
 
 
 def test_an_epoch_pattern_without_epochs_is_refused_by_the_command_before_anything_runs(tmp_path):

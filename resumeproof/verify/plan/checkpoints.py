@@ -21,7 +21,7 @@ UNKNOWN_LENGTH = 100_000
 def path(s: Settings, run: Path, step: int) -> Path:
     """The checkpoint the pattern names for a run that completed update `step` (in an epoch's unit: the epoch that
     update ended)."""
-    filled = s.checkpoint_pattern.replace(RUN, str(run)).replace(STEP, str(step))
+    filled = s.scripted.checkpoint.replace(RUN, str(run)).replace(STEP, str(step))
     if EPOCH in filled:
         filled = filled.replace(EPOCH, str(step // s.epoch_updates - 1))
     return Path(filled)
@@ -54,7 +54,7 @@ def measured(s: Settings, continuous: observation.Observation) -> Settings:
 
 def ends_epoch(s: Settings, step: int) -> bool:
     """Whether `{epoch}` can name the checkpoint of a run stopped after update `step` (always with `{step}` alone)."""
-    return EPOCH not in s.checkpoint_pattern or step % s.epoch_updates == 0
+    return EPOCH not in s.scripted.checkpoint or step % s.epoch_updates == 0
 
 
 def at_epoch_ends(s: Settings) -> None:
@@ -71,7 +71,7 @@ def at_epoch_ends(s: Settings) -> None:
 
 def written(s: Settings, run: Path) -> dict[int, Path]:
     """What a run wrote that the pattern matches, by the update after which it was written."""
-    pattern = s.checkpoint_pattern.replace(RUN, str(run))
+    pattern = s.scripted.checkpoint.replace(RUN, str(run))
     unit = re.compile(f"({re.escape(STEP)}|{re.escape(EPOCH)})")
     parts = unit.split(pattern)
     found: dict[int, Path] = {}
@@ -98,14 +98,14 @@ def points(s: Settings, run: Path) -> tuple[int, ...]:
     if not found:
         raise TrajectoryError(
             f"--interrupt-at checkpoints: the continuous run wrote nothing that --checkpoint "
-            f"{s.checkpoint_pattern!r} matches before its last update {s.steps}{hint(s, run)}"
+            f"{s.scripted.checkpoint!r} matches before its last update {s.steps}{hint(s, run)}"
         )
     return primary_first(found)
 
 
 def hint(s: Settings, run: Path) -> str:
     """What a run did write, in the pattern's own unit: epochs as epochs, steps as steps."""
-    pattern = s.checkpoint_pattern.replace(RUN, str(run))
+    pattern = s.scripted.checkpoint.replace(RUN, str(run))
     if EPOCH in pattern and s.epoch_updates:
         files = written(s, run)
         said = ", ".join(f"{p.name} after update {k}" for k, p in list(files.items())[:4])

@@ -149,7 +149,7 @@ def interrupted(s: Settings) -> list[Trajectory]:
     for k in s.points if not s.deferred else ():
         name = point_names(k, k == s.primary)[0]
         # its first update too: which module attributes training changes (judge/records/first_update.changing)
-        watch = Observe(s.output / OBSERVED / name, f"1,{k}-{k + 1}", stop=(s.stop, k))
+        watch = Observe(s.output / OBSERVED / name, f"1,{k}-{k + 1}", stop=(s.scripted.stop, k))
         plan.append(_trajectory(s, name, s.train_cmd, watch))
     return plan
 
@@ -170,11 +170,11 @@ def resumes(s: Settings, interrupted: Trajectory, k: int) -> list[Trajectory]:
     for check, block in runs:
         name = check.trajectory or ""
         watch = Observe(s.output / OBSERVED / name, f"1-{max(1, s.steps - k)}", block=block, values=s.atol > 0)
-        checkpoint = checkpoint_of(s, s.output / name if s.resume_from_run else interrupted.output, k)
+        checkpoint = checkpoint_of(s, s.output / name if s.scripted.resume_from_run else interrupted.output, k)
         t = _trajectory(s, name, s.resume_template, watch, checkpoint, (interrupted.name,))
         kind = Expect.CONCORDANT if check.kind is CheckKind.RESUME else Expect.DIVERGENT
         expect = Expectation(kind=kind, id=check, name=f"{name}: {kind.value}", part=check.part, resumed_at=k)
-        copy_of = interrupted.output if s.resume_from_run else None
+        copy_of = interrupted.output if s.scripted.resume_from_run else None
         out.append(replace(t, starts_from=checkpoint, copy_of=copy_of, planned=expect))
     return out
 
@@ -255,7 +255,7 @@ def epoch_points(s: Settings, continuous: dict[int | None, observation.Observati
         ends = tuple(range(s.epoch_updates, s.steps, s.epoch_updates))
         if not ends:
             raise TrajectoryError(f"--interrupt-at epochs: --epochs {s.epochs} ends no epoch before the last update")
-        return primary_first(ends if EPOCH in s.checkpoint_pattern else Epochs(0, ends).points(s.steps))
+        return primary_first(ends if EPOCH in s.scripted.checkpoint else Epochs(0, ends).points(s.steps))
     boundaries = tuple(n - 1 for n in first_rank(continuous).iterators if 2 <= n <= s.steps)
     if not boundaries:
         raise TrajectoryError(

@@ -12,6 +12,7 @@ from resumeproof.verify.plan import checkpoints
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.run.trajectories import TrajectoryError
 from resumeproof.verify.settings import CHECKPOINTS, EPOCHS, GIVEN, Settings
+from tests.verify.test_settings import settings_of
 
 TIMM = "{run}/checkpoint-{epoch}.pth.tar"
 TRAIN = "t --epochs {epochs} --output {run}"
@@ -27,8 +28,12 @@ def settings(output: Path, pattern: str = TIMM, points: tuple[int, ...] = (), **
         "epochs": 3,
         "points_from": GIVEN if points else EPOCHS,
     }
-    script = {"script": True, "train_cmd": TRAIN, "resume_cmd": TRAIN + " --resume {checkpoint}"}
-    return Settings(output=output, points=points, checkpoint=pattern, **script, **{**fields, **more})
+    script = {"observe_script": True, "train_cmd": TRAIN, "resume_cmd": TRAIN + " --resume {checkpoint}"}
+    return settings_of({"output": output, "points": points, "checkpoint": pattern, **script, **fields, **more})
+
+
+def with_checkpoint(s: Settings, pattern: str) -> Settings:
+    return replace(s, script=replace(s.scripted, checkpoint=pattern))
 
 
 def ran(s: Settings, updates: int) -> Settings:
@@ -58,18 +63,18 @@ def test_checkpoints_are_the_updates_after_which_the_continuous_run_wrote_a_file
     write(run, "checkpoint-0.pth.tar", "checkpoint-1.pth.tar", "checkpoint-2.pth.tar", "last.pth.tar", "summary.csv")
     s = ran(settings(tmp_path, points_from=CHECKPOINTS), 12)
     assert checkpoints.points(s, run) == (4, 8)  # the last, after update 12, leaves nothing to resume
-    by_step = replace(s, checkpoint="{run}/step-{step}")  # another layout: a directory per update
+    by_step = with_checkpoint(s, "{run}/step-{step}")  # another layout: a directory per update
     for step in (3, 6, 12):
         (run / f"step-{step}").mkdir()
     assert checkpoints.points(by_step, run) == (3, 6)
     with pytest.raises(TrajectoryError, match=r"wrote nothing that --checkpoint '\{run\}/ckpt-\{step\}' matches"):
-        checkpoints.points(replace(s, checkpoint="{run}/ckpt-{step}"), run)
+        checkpoints.points(with_checkpoint(s, "{run}/ckpt-{step}"), run)
 
 
 def test_epochs_under_an_epoch_pattern_are_the_epochs_ends_only_and_given_points_must_be_one(tmp_path):
     s = ran(settings(tmp_path), 12)
     assert script_plan.epoch_points(s, {}) == (4, 8)  # no middle: {epoch} names no checkpoint of it
-    assert script_plan.epoch_points(replace(s, checkpoint="{run}/s{step}"), {}) == (2, 4, 6, 8, 10)
+    assert script_plan.epoch_points(with_checkpoint(s, "{run}/s{step}"), {}) == (2, 4, 6, 8, 10)
     checkpoints.at_epoch_ends(replace(s, points=(8, 4)))
     with pytest.raises(TrajectoryError, match=r"--interrupt-at 5: .* epochs here are 4 updates long: k among 4 \("):
         checkpoints.at_epoch_ends(replace(s, points=(5,)))
@@ -83,7 +88,7 @@ def test_a_missing_checkpoint_is_answered_in_the_patterns_unit(tmp_path):
         " (it wrote checkpoint-0.pth.tar after update 4: choose --interrupt-at among those updates, or checkpoints)"
     )
     # The files numbered by epoch, read as steps: 0 is no update, and the hint says what the number may be.
-    by_step = replace(s, checkpoint="{run}/checkpoint-{step}.pth.tar")
+    by_step = with_checkpoint(s, "{run}/checkpoint-{step}.pth.tar")
     assert "among their steps; 0 is no update: if they number epochs, write {epoch}" in checkpoints.hint(by_step, run)
     write(run, "checkpoint-4.pth.tar")
     (run / "checkpoint-0.pth.tar").unlink()

@@ -8,9 +8,8 @@ import pytest
 from resumeproof.common.protocol import CheckKind
 from resumeproof.verify.report import junit, markdown, terminal
 from resumeproof.verify.report.result import Verification
-from resumeproof.verify.settings import Settings
 from tests.helpers import REPO
-from tests.verify.test_settings import SCRIPT_FIELDS, VERIFY
+from tests.verify.test_settings import SCRIPT_FIELDS, VERIFY, settings_of
 
 OLD = sorted((REPO / "tests" / "data" / "verification-0.1").glob("*.json"))
 
@@ -81,7 +80,7 @@ def test_what_check_said_of_a_scripts_own_checkpoint_round_trips_and_is_rendered
 
 
 def test_every_verification_opens_with_the_header_its_settings_give_and_it_survives_the_json():
-    asked = Settings(**{**VERIFY, **SCRIPT_FIELDS, "points": (6, 3)})
+    asked = settings_of({**VERIFY, **SCRIPT_FIELDS, "points": (6, 3)})
     v = Verification.asked(asked, "resumeproof-observation/1", {"python": "3.11"}, {}, error="why")
     header = (v.error, v.train_cmd, v.resume_cmd, v.steps, v.interrupt_at, v.atol, v.protocol)
     expected = (SCRIPT_FIELDS["train_cmd"], SCRIPT_FIELDS["resume_cmd"], 10, (6, 3), 1e-12)

@@ -7,12 +7,11 @@ from dataclasses import replace
 from resumeproof.common.protocol import CONTINUOUS, FAULT_PREFIX, REPEAT, RESUMED_NO_RNG, CheckKind
 from resumeproof.verify.judge.records import script
 from resumeproof.verify.plan import script as script_plan
-from resumeproof.verify.settings import Settings
 from tests.verify.judge.records.test_exact import CONTINUOUS as RECORDED
 from tests.verify.judge.records.test_exact import seen, update
-from tests.verify.test_settings import SCRIPT_FIELDS, VERIFY
+from tests.verify.test_settings import SCRIPT_FIELDS, VERIFY, settings_of
 
-ASKED = Settings(**{**VERIFY, **SCRIPT_FIELDS, "steps": 6, "points": (3,), "faults": ("optimizer",), "atol": 0.0})
+ASKED = settings_of({**VERIFY, **SCRIPT_FIELDS, "steps": 6, "points": (3,), "faults": ("optimizer",), "atol": 0.0})
 # What the plan runs and expects of each run: the judge holds each resume to its expectation
 [INTERRUPTED] = script_plan.interrupted(ASKED)
 PLANNED = [*script_plan.build(ASKED), *script_plan.resumes(ASKED, INTERRUPTED, 3)]
