@@ -47,7 +47,7 @@ STAGES = (
     ("judge",),  # the checks and diagnoses
     ("chaos",),  # `resumeproof chaos`, whose result the terminal renders
     ("report",),  # the verification as one typed object, rendered
-    ("fork", "export"),  # the commands built on a verification's parts
+    ("fork", "export", "watch"),  # the commands built on a verification's parts; a watched run's history
     ("verification",),  # one verification, end to end
 )
 # judge/'s own floors: what both evidences share, the observer's records, the summaries read with them, the rounds

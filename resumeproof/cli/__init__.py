@@ -1,5 +1,5 @@
-"""The `resumeproof` command: verify, chaos, fork, check, flat, export. The only place of the verifier's side that
-turns an outcome into an exit code.
+"""The `resumeproof` command: verify, chaos, fork, check, flat, export, watch. The only place of the verifier's side
+that turns an outcome into an exit code.
 
     resumeproof verify --output runs/proof [--train-cmd "python -B my_train.py"]
     resumeproof chaos --output runs/chaos --kills 20
@@ -8,12 +8,13 @@ turns an outcome into an exit code.
     resumeproof check received/checkpoint.pt [--json]
     resumeproof flat export runs/a/checkpoint.pt runs/a/flat.bin
     resumeproof export runs/long s3://bucket/long [--all]
+    resumeproof watch --run runs/long/watch -- python train.py ...
 
 Exit codes: 0 passed, 1 a comparison failed, 2 could not complete (one line, `--debug` for the
 traceback): each command returns its code or raises, and common.py's `Command` alone ends the process.
 This package and everything the verify, chaos, fork, check and export commands import never import
 torch; `flat export` and `verify --torch-load` import it, late. One module per command (verify.py,
-chaos.py, fork.py, export.py; files.py for check and flat), what they share in common.py.
+chaos.py, fork.py, export.py, watch.py; files.py for check and flat), what they share in common.py.
 """
 
 import sys
@@ -26,6 +27,7 @@ from resumeproof.cli.export import run_export
 from resumeproof.cli.files import flat, run_check
 from resumeproof.cli.fork import run_fork
 from resumeproof.cli.verify import run_verify
+from resumeproof.cli.watch import run_watch
 
 __all__ = ["DEFAULT_TRAIN_CMD", "main", "verify_resume"]
 
@@ -36,7 +38,7 @@ def main() -> None:
     """Prove that a PyTorch training command resumes exactly (docs/protocol.md)."""
 
 
-for command in (run_verify, run_chaos, run_fork, run_check, flat, run_export):
+for command in (run_verify, run_chaos, run_fork, run_check, flat, run_export, run_watch):
     main.add_command(command)
 
 

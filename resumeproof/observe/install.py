@@ -12,7 +12,9 @@ from __future__ import annotations  # `Observer` below is a name for mypy alone
 import atexit
 import contextlib
 import functools
+import os
 import random
+import socket
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -36,18 +38,19 @@ def install(
     block: ModuleType | None,
     fingerprint: ModuleType,
     environ: Mapping[str, str],
+    watch: tuple[ModuleType, ModuleType] | None = None,
 ) -> Observer:
     """Watch this process as `environ` asks (the verifier's OBSERVE_ENV, UPDATES_ENV, STOP_ENV, BLOCK_ENV); `names`
     is common/observation.py, `observer` observe/observer.py, `block` observe/block.py (None: nothing to block) and
-    `fingerprint` observe/fingerprint.py, as sitecustomize loaded them."""
-    wanted = names.updates_wanted(environ.get(names.UPDATES_ENV))
+    `fingerprint` observe/fingerprint.py, as sitecustomize loaded them. `watch`: observe/watch.py and
+    common/watching.py under `resumeproof watch` (WATCH_ENV, no verifier): the first update alone is recorded, into the
+    watch folder, and the run's saves and loads are watched."""
     rank = int(environ["RANK"]) if "RANK" in environ and "WORLD_SIZE" in environ else None
-    stop = names.stop_asked(environ.get(names.STOP_ENV))
-    values = environ.get(names.VALUES_ENV) == "1"
-    record = names.restarted(environ[names.OBSERVE_ENV], environ)
-    if record != environ[names.OBSERVE_ENV] and stop is not None and stop[0] == names.PAUSE:
-        stop = None  # a preempted job's restart: only its first start is held
-    o: Observer = observer.Observer(names, fingerprint, record, wanted, rank, stop, values)
+    if watch is not None:
+        o: Observer = observer.Observer(names, fingerprint, _watched_record(watch[1], environ), frozenset({1}), rank)
+        watch[0].install(o, watch[1], environ)
+    else:
+        o = _observer(names, observer, fingerprint, environ, rank)
     torch_module.register_module_forward_pre_hook(guarded(o, o.forward_pre))
     torch_module.register_module_forward_hook(guarded(o, o.forward_post), always_call=True, with_kwargs=True)
     torch_optimizer.register_optimizer_step_pre_hook(guarded(o, o.step_pre))
@@ -64,6 +67,26 @@ def install(
     o.blocking = (block, names.RNG_SETTERS in blocks)
     atexit.register(guarded(o, o.exiting))  # what the process finished, for a trainer stopped by its own handler
     return o
+
+
+def _observer(
+    names: ModuleType, observer: ModuleType, fingerprint: ModuleType, environ: Mapping[str, str], rank: int | None
+) -> Observer:
+    """The verifier's observer: the updates it asks for, stopped, held or kept by value as it asks."""
+    wanted = names.updates_wanted(environ.get(names.UPDATES_ENV))
+    stop = names.stop_asked(environ.get(names.STOP_ENV))
+    values = environ.get(names.VALUES_ENV) == "1"
+    record = names.restarted(environ[names.OBSERVE_ENV], environ)
+    if record != environ[names.OBSERVE_ENV] and stop is not None and stop[0] == names.PAUSE:
+        stop = None  # a preempted job's restart: only its first start is held
+    return observer.Observer(names, fingerprint, record, wanted, rank, stop, values)
+
+
+def _watched_record(watching: ModuleType, environ: Mapping[str, str]) -> str:
+    """Where a watched process keeps its first update's record: one file per start, in the watch folder."""
+    record = watching.process_record(environ[watching.WATCH_ENV], socket.gethostname(), os.getpid())
+    record.parent.mkdir(parents=True, exist_ok=True)
+    return str(record)
 
 
 def imported(o: Observer, names: ModuleType, name: str, module: ModuleType) -> None:

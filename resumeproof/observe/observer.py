@@ -70,6 +70,7 @@ class Observer:
         self.averaged: weakref.WeakSet = weakref.WeakSet()  # EMA and SWA models: state no forward pass may show
         self.kit_generators: weakref.WeakSet = weakref.WeakSet()
         self.sources: dict[str, list[int] | None] = {}  # SOURCES: each file once, when a write first sees it
+        self.watch: Any = None  # observe/watch.py under `resumeproof watch`: told once the first update's inputs are in
 
     # -- what is recorded ------------------------------------------------------------------------------------
 
@@ -225,6 +226,8 @@ class Observer:
             value = tensor.detach().item() if tensor.numel() == 1 else None
             seen = {self.o.VALUE: value, self.o.DIGEST: self.f.digest(tensor), self.o.SCALE: scale}
             now.setdefault(self.o.LOSS, {}).update(seen)
+            if self.watch is not None:  # a closure's forward pass came after the step's pre-hook
+                self.watch.ready(now)
         if self.halting:
             self.halt()
 
@@ -240,6 +243,8 @@ class Observer:
             now[self.o.STEP] = self.optimizer_state(optimizer) | {self.o.BACKWARDS: self.backwards}
             if self.values:
                 self.keep(self.o.STEP, self.o.OPTIMIZER, [optimizer.state.get(p, {}) for p in _params(optimizer)])
+            if self.watch is not None:
+                self.watch.ready(now)
         if self.stop is not None and self.stop == (self.o.EXIT, self.update - 1):
             if self.forwarded:
                 self.halt()

@@ -1,13 +1,12 @@
 """Injected into every trajectory by resumeproof's verifier (first on PYTHONPATH): watch the training process.
 
 At start-up it runs any other `sitecustomize` the interpreter would have run, then, only where the verifier asked
-(common/observation.py's OBSERVE_ENV), waits for the trainer to import torch and installs the observer
-(observe/install.py). Until then it costs a few milliseconds and imports nothing heavy; a trainer that never
-imports torch is never touched. While torch itself is imported it pauses Python's cyclic garbage collector, and
-then freezes what the import made (`gc.freeze`): objects that live as long as the process, which the collector
-would walk to no end. Every module it loads is loaded by its path under a private name, so a trainer's
-own resumeproof (of any version, or none) is left as it is. It never raises into the trainer.
-"""
+(common/observation.py's OBSERVE_ENV) or `resumeproof watch` did (common/watching.py's WATCH_ENV), waits for the
+trainer to import torch and installs the observer (observe/install.py). Until then it costs a few milliseconds and
+imports nothing heavy; a trainer that never imports torch is never touched. While torch itself is imported it pauses
+Python's cyclic garbage collector, and then freezes what the import made (`gc.freeze`): objects that live as long as
+the process, which the collector would walk to no end. Every module it loads is loaded by its path under a private
+name, so a trainer's own resumeproof (of any version, or none) is left as it is. It never raises into the trainer."""
 
 from __future__ import annotations  # `Observer` below is a name for mypy alone
 
@@ -96,7 +95,8 @@ class _Watcher(importlib.abc.MetaPathFinder):
                 block = _load("block", OBSERVE / "block.py") if asked else None
                 fingerprint = _load("fingerprint", OBSERVE / "fingerprint.py")
                 self.installer = _load("install", OBSERVE / "install.py")
-                self.observer = self.installer.install(names, observer, block, fingerprint, os.environ)
+                watch = _watch() if not os.environ.get(names.OBSERVE_ENV) else None  # a verifier's run: observed
+                self.observer = self.installer.install(names, observer, block, fingerprint, os.environ, watch)
                 self.names = names
                 for early, loaded in self.early.items():
                     self.installer.imported(self.observer, self.names, early, loaded)
@@ -108,6 +108,13 @@ class _Watcher(importlib.abc.MetaPathFinder):
             print(f"resumeproof observer: not watching this process ({type(err).__name__}: {err})", file=sys.stderr)
 
 
+def _watch() -> tuple[ModuleType, ModuleType]:
+    """`resumeproof watch`'s two modules: observe/watch.py and its format, common/watching.py."""
+    return _load("watch", OBSERVE / "watch.py"), _load("watching", OBSERVE.parent / "common" / "watching.py")
+
+
 _chain()
-if os.environ.get("RESUMEPROOF_OBSERVE"):  # common/observation.py's OBSERVE_ENV, read before anything is loaded
+# common/observation.py's OBSERVE_ENV (a verifier's trajectory) or common/watching.py's WATCH_ENV (a watched run), read
+# before anything is loaded
+if os.environ.get("RESUMEPROOF_OBSERVE") or os.environ.get("RESUMEPROOF_WATCH"):
     sys.meta_path.insert(0, _Watcher())

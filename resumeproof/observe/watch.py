@@ -1,0 +1,248 @@
+"""`resumeproof watch` inside the run: a record beside every file the run saves, and each restart's restore checked.
+
+Installed with the observer (observe/install.py) where WATCH_ENV names a watch folder (common/watching.py). The
+observer records the process's first update alone; this module
+- wraps `torch.save`: once a file (or an in-memory buffer a framework writes out whole) is saved, its fingerprint
+  names a record of the state a restore must bring back, as the process holds it at that moment: the model's
+  parameters and buffers, its modules' plain attributes, the optimizer's state and hyper-parameters, the
+  schedulers, GradScalers and averaged models, and each generator the run set or drew from;
+- wraps `torch.load`: a loaded file whose fingerprint has a record is what this start resumes from;
+- once the first update has consumed its inputs and before its step changes anything (observer.py calls `ready`),
+  compares the record with the state now (common/watching.compare), appends one line to resumes.jsonl and prints
+  it; under `--on-mismatch stop` a restart that differs ends there, before any compute is spent on it.
+
+Like the observer, it never raises into the trainer: a failure is said on stderr and the run goes on unwatched.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import io
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from resumeproof.observe.observer import Observer
+
+CHUNK = 1 << 23  # bytes read at once while a file is fingerprinted
+try:  # the observer's own optional import: xxh3 where it imports, else sha256
+    import xxhash
+
+    FILE_DIGEST = "xxh3-128"
+except ImportError:
+    xxhash = None  # type: ignore[assignment]
+    FILE_DIGEST = "sha256"
+
+
+class Watch:
+    def __init__(self, o: Observer, names: ModuleType, run: str, on_mismatch: str, rank: int | None) -> None:
+        self.o, self.w, self.run, self.stop, self.rank = o, names, Path(run), on_mismatch == names.STOP, rank
+        self.loaded: list[tuple[str, str, Path]] = []  # (as loaded, its digest, its save record) before update 1
+        self.checked = False
+        self.base = 0  # the updates the run had made before this start: those of the checkpoint it resumed from
+        self.cached: tuple[int, dict[str, Any]] | None = None  # the state at one update: several files, one state
+        self.initial = o.generators()  # what "drawn from" is told against: the states before the trainer ran
+        self.off: str | None = None  # why it stopped watching, once something failed
+
+    def safely(self, hook: Any, *args: Any) -> None:
+        """`hook(*args)`, unable to raise into the trainer: the first failure is said once and ends the watch."""
+        if self.off is not None:
+            return
+        try:
+            hook(*args)
+        except Exception as err:  # inside someone else's process: say why, never raise
+            self.off = f"{type(err).__name__}: {err}"
+            print(f"resumeproof watch: not watching this process any more ({self.off})", file=sys.stderr, flush=True)
+
+    # -- a save --------------------------------------------------------------------------------------------------
+
+    def saved(self, destination: Any) -> None:
+        """After `torch.save(obj, destination)`: the record of what was saved, by the file's fingerprint."""
+        digest = _digest_of(destination, written=True)
+        if digest is None:
+            return
+        record = {
+            "format": self.w.FORMAT,
+            "file": _name(destination),
+            "digest": digest,
+            "update": self.base + (self.o.update - 1 if not self.o.stepped else self.o.update),  # the run's count
+            "time": _now(),
+            "process": _process(self.rank),
+            "fingerprint": {**self.o.f.ALGORITHMS, "file": FILE_DIGEST},
+            "state": self.state(),
+        }
+        self.w.write_atomically(self.w.save_record(self.run, digest, self.rank), json.dumps(record, allow_nan=True))
+
+    def state(self) -> dict[str, Any]:
+        """What a restore must bring back, as the process holds it now; computed once per update."""
+        done = self.o.update - 1 if not self.o.stepped else self.o.update
+        if self.cached is not None and self.cached[0] == done:
+            return self.cached[1]
+        w, o = self.w, self.o
+        root = o.root() if o.root is not None else None
+        optimizer = o.first() if o.first is not None else None
+        found: dict[str, Any] = {w.GENERATORS: self.drawn()}
+        if root is not None:
+            found |= {w.MODEL: o.model(), w.ATTRIBUTES: o.attributes(root)}
+        if optimizer is not None:
+            held = o.optimizer_state(optimizer)
+            found |= {key: held[key] for key in (w.OPTIMIZER, w.GROUPS, w.SCHEDULERS, w.SCALERS, w.AVERAGED)}
+        self.cached = (done, found)
+        return found
+
+    def drawn(self) -> dict[str, dict[str, str]]:
+        """The generators that are the run's state: each one it set (seeded, restored) or drew from since it began.
+        One nobody touched (an unseeded `random` a torch loop never draws from) is no state of the run."""
+        set_ = {(r["group"], r["generator"]) for r in self.o.restores}
+        found: dict[str, dict[str, str]] = {}
+        for group, states in self.o.generators().items():
+            before = self.initial.get(group, {})
+            kept = {n: d for n, d in states.items() if (group, n) in set_ or (n in before and before[n] != d)}
+            if kept:
+                found[group] = kept
+        return found
+
+    # -- a restart -----------------------------------------------------------------------------------------------
+
+    def loading(self, source: Any) -> None:
+        """Before `torch.load(source)` in a process that has not stepped yet: a file the run saved is resumed from."""
+        if self.o.update > 1 or self.o.stepped:
+            return
+        digest = _digest_of(source, written=False)
+        record = self.w.find_record(self.run, digest, self.rank) if digest is not None else None
+        if digest is not None and record is not None:
+            self.loaded.append((_name(source), digest, record))
+
+    def ready(self, now: dict[str, Any]) -> None:
+        """The first update's record (the observer's) holds its inputs, before its step: judge the restore once."""
+        if not self.checked and self.loaded:
+            self.safely(self.check, now)
+
+    def check(self, now: dict[str, Any]) -> None:
+        forward, step = now.get(self.o.o.FORWARD) or {}, now.get(self.o.o.STEP) or {}
+        if self.w.MODEL not in forward or self.w.OPTIMIZER not in step:  # a closure: its forward pass is to come
+            return
+        self.checked = True
+        restart = self.judged({**forward, **step})
+        self.base = restart.saved_update or 0
+        self.w.append_line(self.run / self.w.RESUMES, restart.to_json())
+        print(restart.line(), file=sys.stderr, flush=True)
+        if restart.stopped:
+            sys.stdout.flush()
+            os._exit(self.w.STOP_EXIT)  # before the step: nothing is trained, nothing saved over a good checkpoint
+
+    def judged(self, now: dict[str, Any]) -> Any:
+        """The restart, judged against the record of the last file it loaded that the run saved."""
+        w = self.w
+        name, digest, path = self.loaded[-1]
+        also = [n for n, _, _ in self.loaded[:-1]]
+        note = f"also loaded {', '.join(also)}" if also else None
+        base = {"time": _now(), "checkpoint": name, "digest": digest, "process": _process(self.rank), "note": note}
+        try:
+            record = json.loads(path.read_text())
+            saved = record["state"]
+            base |= {"saved_update": record.get("update"), "saved_at": record.get("time")}
+            base["saved_by"] = record.get("process") or {}
+        except (OSError, ValueError, KeyError, TypeError) as err:  # a record is evidence: unreadable, nothing judged
+            return w.Restart(status=w.UNJUDGED, **{**base, "note": f"its record {path.name} is unreadable ({err})"})
+        if record.get("fingerprint", {}).get("cpu") != self.o.f.ALGORITHMS["cpu"]:
+            return w.Restart(status=w.UNJUDGED, **{**base, "note": "its record was made with other fingerprints"})
+        restores = [r for r in self.o.restores if r["before"] == 1]
+        found = w.compare(saved, now, restores)  # the generators as the first forward pass found them
+        differences = [{"part": d.part, "how": d.how} for d in found]
+        status = w.DIFFERS if found else w.EXACT
+        return w.Restart(status=status, differences=differences, stopped=bool(found) and self.stop, **base)
+
+
+def _digest_of(target: Any, written: bool) -> str | None:
+    """The fingerprint of a file given by its path, an open file (read from its start, its position kept) or an
+    in-memory buffer; None where there is nothing to read back (a pipe, a socket)."""
+    if isinstance(target, str | os.PathLike):
+        return _hash_file(Path(target)) if Path(target).is_file() else None
+    if isinstance(target, io.BytesIO):
+        return _hash_bytes(target.getbuffer())
+    if written and hasattr(target, "flush") and isinstance(getattr(target, "name", None), str):
+        target.flush()  # the bytes torch.save wrote, on their way to the file it names
+        return _hash_file(Path(target.name)) if Path(target.name).is_file() else None
+    if hasattr(target, "seekable") and target.seekable():
+        at = target.tell()
+        try:
+            target.seek(0)
+            return _hash_stream(target)
+        finally:
+            target.seek(at)
+    return None
+
+
+def _hasher() -> Any:
+    return xxhash.xxh3_128() if xxhash is not None else hashlib.sha256()
+
+
+def _hash_file(path: Path) -> str:
+    with path.open("rb") as f:
+        return _hash_stream(f)
+
+
+def _hash_stream(f: Any) -> str:
+    h = _hasher()
+    while chunk := f.read(CHUNK):
+        h.update(chunk)
+    return str(h.hexdigest())
+
+
+def _hash_bytes(data: Any) -> str:
+    h = _hasher()
+    h.update(data)
+    return str(h.hexdigest())
+
+
+def _name(target: Any) -> str:
+    if isinstance(target, str | os.PathLike):
+        return os.path.abspath(target)
+    return str(getattr(target, "name", None) or type(target).__name__)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+
+def _process(rank: int | None) -> dict[str, Any]:
+    """Which process this is: enough to tell a restart's job, requeue and elastic restart apart."""
+    env = os.environ
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "rank": rank,
+        "job": env.get("SLURM_JOB_ID"),
+        "restart": env.get("SLURM_RESTART_COUNT"),
+        "elastic_restart": env.get("TORCHELASTIC_RESTART_COUNT"),
+    }
+
+
+def install(o: Observer, names: ModuleType, environ: dict[str, str] | Any) -> Watch:
+    """Watch this process's saves and loads: `names` is common/watching.py, as sitecustomize loaded it."""
+    on_mismatch = environ.get(names.ON_MISMATCH_ENV) or names.WARN
+    watch = Watch(o, names, environ[names.WATCH_ENV], on_mismatch, o.rank)
+    save, load = torch.save, torch.load
+
+    def saving(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+        result = save(obj, f, *args, **kwargs)
+        watch.safely(watch.saved, f)
+        return result
+
+    def loading(f: Any, *args: Any, **kwargs: Any) -> Any:
+        watch.safely(watch.loading, f)
+        return load(f, *args, **kwargs)
+
+    torch.save = torch.serialization.save = saving
+    torch.load = torch.serialization.load = loading
+    o.watch = watch
+    return watch

@@ -1,0 +1,142 @@
+"""`resumeproof watch`: a long run's own restarts audited where they happen (docs/long-runs.md), on a plain loop that
+resumes by itself (tests/trainers/watched_loop.py): SIGKILLed, preempted by SIGTERM, restarted; every restart judged
+before its first update, a part dropped only on the SIGTERM path named (and stopped under --on-mismatch stop), a
+torn record never read as a mismatch, and the watched run's losses those of the same run unwatched."""
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from resumeproof.common import watching
+
+TRAINER = Path(__file__).resolve().parents[1] / "trainers" / "watched_loop.py"
+WATCH = [sys.executable, "-B", "-m", "resumeproof", "watch"]
+STEPS = 12
+
+
+def watched(out: Path, *flags: str, on_mismatch: str = "warn") -> subprocess.CompletedProcess:
+    """One start of the loop under `resumeproof watch`, its watch folder OUT/watch."""
+    argv = [*WATCH, "--run", str(out / "watch"), "--on-mismatch", on_mismatch, "--"]
+    argv += [sys.executable, "-B", str(TRAINER), "--out", str(out), "--steps", str(STEPS), *flags]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def report(out: Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*WATCH, "--report", str(out / "watch"), *flags], capture_output=True, text=True)
+
+
+def restarts(out: Path) -> list[watching.Restart]:
+    found, unread = watching.read_restarts(out / "watch")
+    assert unread == 0
+    return found
+
+
+def losses(out: Path) -> dict[int, str]:
+    """Each update's loss, the last one written for it (a restart runs again the updates after its checkpoint)."""
+    return dict(line.split() for line in (out / "loss.txt").read_text().splitlines())  # type: ignore[misc]
+
+
+def test_a_run_killed_then_preempted_is_audited_exact_at_each_restart_and_trains_as_if_unwatched(tmp_path):
+    run = tmp_path / "run"
+    assert watched(run, "--die-after", "5").returncode == -9  # SIGKILL after update 5: its checkpoint is update 4's
+    second = watched(run, "--term-after", "8")  # SIGTERM: the handler saves after update 9, then exits
+    assert second.returncode == 0, second.stderr
+    assert "resumeproof watch: restored exactly from" in second.stderr
+    assert watched(run).returncode == 0
+    found = restarts(run)
+    assert [(r.status, r.saved_update) for r in found] == [(watching.EXACT, 4), (watching.EXACT, 9)]
+    assert len({r.process["pid"] for r in found}) == 2 and all(r.process["host"] for r in found)
+    line = json.loads((run / "watch" / watching.RESUMES).read_text().splitlines()[0])
+    assert line["format"] == watching.FORMAT and line["digest"] == found[0].digest
+    shown = report(run)
+    assert shown.returncode == 0 and "2 restarts, 0 not restored exactly" in shown.stdout
+    plain = tmp_path / "plain"  # the same run, unwatched and never stopped: the watch changed nothing it computed
+    subprocess.run([sys.executable, "-B", str(TRAINER), "--out", str(plain), "--steps", str(STEPS)], check=True)
+    assert losses(run) == losses(plain) and len(losses(plain)) == STEPS
+
+
+@pytest.mark.parametrize(
+    ("dropped", "part"), [("optimizer", "optimizer"), ("scheduler", "scheduler"), ("rng", "rng-torch")]
+)
+def test_a_part_dropped_only_when_resumed_from_a_sigterm_checkpoint_is_named_and_stop_ends_it_before_training(
+    tmp_path, dropped, part
+):
+    """The bug a CI run never takes: the periodic checkpoints restore every part, the one the SIGTERM handler wrote
+    leaves PART as built. The restart from it is caught before its first update; under stop it ends there, nothing
+    trained and nothing saved over the good checkpoint."""
+    run = tmp_path / "run"
+    assert watched(run, "--die-after", "3", "--sigterm-drops", dropped).returncode == -9
+    assert watched(run, "--term-after", "5", "--sigterm-drops", dropped).returncode == 0  # periodic: exact
+    checkpoint, logged = (run / "ckpt.pt").read_bytes(), (run / "loss.txt").read_text()
+    stopped = watched(run, "--sigterm-drops", dropped, on_mismatch="stop")
+    assert stopped.returncode == watching.STOP_EXIT, stopped.stderr
+    assert f"NOT restored exactly from {run / 'ckpt.pt'} (saved after update 6): {part}: " in stopped.stderr
+    assert (run / "ckpt.pt").read_bytes() == checkpoint and (run / "loss.txt").read_text() == logged
+    warned = watched(run, "--sigterm-drops", dropped)  # warn: said, and the run goes on
+    assert warned.returncode == 0 and "NOT restored exactly" in warned.stderr
+    found = restarts(run)
+    assert [r.status for r in found] == [watching.EXACT, watching.DIFFERS, watching.DIFFERS]
+    assert [r.stopped for r in found] == [False, True, False]
+    assert part in [d["part"] for d in found[1].differences]
+    assert "model" not in [d["part"] for d in found[1].differences]  # what it did restore is never named
+    table, summary = report(run), report(run, "--markdown")
+    assert table.returncode == 1 and summary.returncode == 1
+    assert summary.stdout.startswith("### resumeproof watch: 3 restarts, 2 not restored exactly")
+    assert f"DIFFERS: {part}: " in summary.stdout
+
+
+def test_a_torn_save_record_leaves_the_restart_unjudged_never_a_mismatch(tmp_path):
+    run = tmp_path / "run"
+    assert watched(run, "--die-after", "5").returncode == -9
+    records = sorted((run / "watch" / watching.SAVES).glob("*.json"), key=lambda p: p.stat().st_mtime)
+    newest = records[-1]
+    newest.write_text(newest.read_text()[:40])  # a record cut short (the writes are atomic: a damaged disk, a copy)
+    second = watched(run)
+    assert second.returncode == 0 and "not judged: its record" in second.stderr
+    assert [r.status for r in restarts(run)] == [watching.UNJUDGED]
+    assert report(run).returncode == 0
+
+
+def test_a_file_the_run_did_not_save_is_no_restart_and_a_fresh_start_writes_no_line(tmp_path):
+    """Weights loaded at the start of a fresh run (a pretrained file) were never saved by it: nothing to judge."""
+    run = tmp_path / "run"
+    pretrained = tmp_path / "pretrained.pt"
+    code = f"import torch; torch.save({{'w': torch.ones(3)}}, {str(pretrained)!r})"
+    subprocess.run([sys.executable, "-B", "-c", code], check=True)
+    argv = [*WATCH, "--run", str(run / "watch"), "--", sys.executable, "-B", "-c"]
+    loads = f"import torch; torch.load({str(pretrained)!r}); torch.nn.Linear(2, 1)(torch.ones(1, 2)).sum().backward()"
+    assert subprocess.run([*argv, loads], capture_output=True, text=True).returncode == 0
+    assert not (run / "watch" / watching.RESUMES).exists()
+    said = report(run)
+    assert said.returncode == 2 and f"no {watching.RESUMES}" in said.stderr
+
+
+def test_the_exported_environment_watches_a_command_another_launcher_starts(tmp_path):
+    """sbatch scripts, torchrun: `eval "$(resumeproof watch --run DIR --env)"` and the command as it was."""
+    run = tmp_path / "run"
+    exports = subprocess.run([*WATCH, "--run", str(run / "watch"), "--env"], capture_output=True, text=True, check=True)
+    assert f"export {watching.WATCH_ENV}=" in exports.stdout
+    train = shlex.join([sys.executable, "-B", str(TRAINER), "--out", str(run), "--steps", str(STEPS)])
+    script = (
+        f'eval "$({shlex.join(WATCH)} --run {shlex.quote(str(run / "watch"))} --env)"\n{train} --die-after 3\n{train}'
+    )
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert "restored exactly from" in done.stderr, done.stderr
+    assert [r.status for r in restarts(run)] == [watching.EXACT]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--", "true"], "--run is required"),
+        (["--report", "x", "--", "true"], "--report takes the watch folder alone"),
+        (["--run", "x"], "no command to watch"),
+    ],
+)
+def test_what_cannot_be_watched_is_refused_in_one_line(tmp_path, args, said):
+    done = subprocess.run([*WATCH, *args], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr
