@@ -46,6 +46,7 @@ class Watch:
     def __init__(self, o: Observer, names: ModuleType, run: str, on_mismatch: str, rank: int | None) -> None:
         self.o, self.w, self.run, self.stop, self.rank = o, names, Path(run), on_mismatch == names.STOP, rank
         self.loaded: list[tuple[str, str, Path]] = []  # (as loaded, its digest, its save record) before update 1
+        self.unrecorded: list[tuple[str, str]] = []  # (as loaded, its digest): files loaded that no record names
         self.checked = False
         self.base = 0  # the updates the run had made before this start: those of the checkpoint it resumed from
         self.cached: tuple[int, dict[str, Any]] | None = None  # the state at one update: several files, one state
@@ -117,13 +118,17 @@ class Watch:
         if self.o.update > 1 or self.o.stepped:
             return
         digest = _digest_of(source, written=False)
-        record = self.w.find_record(self.run, digest, self.rank) if digest is not None else None
-        if digest is not None and record is not None:
+        if digest is None:
+            return
+        record = self.w.find_record(self.run, digest, self.rank)
+        if record is not None:
             self.loaded.append((_name(source), digest, record))
+        else:
+            self.unrecorded.append((_name(source), digest))
 
     def ready(self, now: dict[str, Any]) -> None:
         """The first update's record (the observer's) holds its inputs, before its step: judge the restore once."""
-        if not self.checked and self.loaded:
+        if not self.checked and (self.loaded or self.unrecorded):
             self.safely(self.check, now)
 
     def check(self, now: dict[str, Any]) -> None:
@@ -131,13 +136,28 @@ class Watch:
         if self.w.MODEL not in forward or self.w.OPTIMIZER not in step:  # a closure: its forward pass is to come
             return
         self.checked = True
-        restart = self.judged({**forward, **step})
+        restart = self.judged({**forward, **step}) if self.loaded else self.unrecorded_restart()
+        if restart is None:
+            return
         self.base = restart.saved_update or 0
         self.w.append_line(self.run / self.w.RESUMES, restart.to_json())
         print(restart.line(), file=sys.stderr, flush=True)
         if restart.stopped:
             sys.stdout.flush()
             os._exit(self.w.STOP_EXIT)  # before the step: nothing is trained, nothing saved over a good checkpoint
+
+    def unrecorded_restart(self) -> Any:
+        """A start that loaded files none of which the run recorded: in a run that has saved under the watch, a
+        checkpoint whose record is missing (its process ended between the save and the record); never judged, never
+        passed over. Elsewhere, the first start of a run (a pretrained file): nothing to say."""
+        if not any((self.run / self.w.SAVES).glob("*.json")):
+            return None
+        name, digest = self.unrecorded[-1]
+        note = "no record of this file: saved before the run was watched, or its process ended before the record"
+        process = _process(self.rank)
+        return self.w.Restart(
+            time=_now(), status=self.w.UNJUDGED, checkpoint=name, digest=digest, process=process, note=note
+        )
 
     def judged(self, now: dict[str, Any]) -> Any:
         """The restart, judged against the record of the last file it loaded that the run saved."""

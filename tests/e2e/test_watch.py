@@ -89,15 +89,28 @@ def test_a_part_dropped_only_when_resumed_from_a_sigterm_checkpoint_is_named_and
     assert f"DIFFERS: {part}: " in summary.stdout
 
 
-def test_a_torn_save_record_leaves_the_restart_unjudged_never_a_mismatch(tmp_path):
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("torn", "is unreadable"),  # cut short: a damaged disk, a partial copy (the writes themselves are atomic)
+        ("missing", "no record of this file"),  # the process ended between its save and the record
+    ],
+)
+def test_a_checkpoint_whose_record_is_torn_or_missing_is_not_judged_never_passed_over_nor_a_mismatch(
+    tmp_path, damage, said
+):
     run = tmp_path / "run"
     assert watched(run, "--die-after", "5").returncode == -9
     records = sorted((run / "watch" / watching.SAVES).glob("*.json"), key=lambda p: p.stat().st_mtime)
-    newest = records[-1]
-    newest.write_text(newest.read_text()[:40])  # a record cut short (the writes are atomic: a damaged disk, a copy)
+    newest = records[-1]  # the record of the checkpoint the restart loads: the last save's
+    if damage == "torn":
+        newest.write_text(newest.read_text()[:40])
+    else:
+        newest.unlink()
     second = watched(run)
-    assert second.returncode == 0 and "not judged: its record" in second.stderr
+    assert second.returncode == 0 and "not judged: " in second.stderr, second.stderr
     assert [r.status for r in restarts(run)] == [watching.UNJUDGED]
+    assert said in (restarts(run)[0].note or "")
     assert report(run).returncode == 0
 
 
