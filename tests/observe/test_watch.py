@@ -1,0 +1,84 @@
+"""observe/watch.py: a saved file is known by its content whichever way torch.save and torch.load were given it (a
+path, an open file, an in-memory buffer a framework writes out whole, as Lightning does), and a loop that saves and
+loads that way is judged as one that names paths."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import torch
+
+from resumeproof.cli.watch import environment
+from resumeproof.common import watching
+from resumeproof.observe import watch
+
+# Saved as Lightning does (torch.save into a buffer, its bytes written to the file), loaded from an open file; a
+# second start resumes. Its data draws from torch's generator after the restore, before the forward pass.
+BUFFERED = """
+import io, os, sys
+import torch
+out = sys.argv[1]
+torch.manual_seed(0)
+model = torch.nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+path = os.path.join(out, "last.ckpt")
+if os.path.exists(path):
+    with open(path, "rb") as f:
+        state = torch.load(f, weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if "keep-rng" in sys.argv:
+        torch.set_rng_state(state["rng"])
+for step in range(3):
+    loss = model(torch.randn(4, 3)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+buffer = io.BytesIO()
+torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}, buffer)
+with open(path, "wb") as f:
+    f.write(buffer.getvalue())
+"""
+
+
+def test_a_file_is_known_by_its_bytes_as_a_path_an_open_file_or_a_buffer(tmp_path):
+    path = tmp_path / "c.pt"
+    buffer = io.BytesIO()
+    torch.save({"w": torch.arange(5.0)}, buffer)
+    path.write_bytes(buffer.getvalue())
+    digest = watch._digest_of(path, written=False)
+    assert digest is not None and watch._digest_of(buffer, written=True) == digest
+    with path.open("rb") as f:
+        f.seek(7)
+        assert watch._digest_of(f, written=False) == digest and f.tell() == 7  # read from the start, position kept
+    with (tmp_path / "d.pt").open("wb") as f:
+        torch.save({"w": torch.arange(5.0)}, f)
+        assert watch._digest_of(f, written=True) == digest  # flushed, then read back by its name
+    read, write = os.pipe()
+    with os.fdopen(read, "rb") as pipe:
+        os.close(write)
+        assert watch._digest_of(pipe, written=False) is None  # nothing to read back: no record, no claim
+    assert watch._digest_of(tmp_path / "absent.pt", written=False) is None
+
+
+def test_a_loop_that_saves_through_a_buffer_and_loads_from_an_open_file_is_judged_and_its_lost_generator_named(
+    tmp_path,
+):
+    script = tmp_path / "buffered.py"
+    script.write_text(BUFFERED)
+    found = {}
+    for keep in ("keep-rng", "drop-rng"):
+        run = tmp_path / keep
+        run.mkdir()
+        env = environment(dict(os.environ), run / "watch", watching.WARN)
+        for _ in range(2):
+            done = subprocess.run([sys.executable, "-B", str(script), str(run), keep], env=env, capture_output=True)
+            assert done.returncode == 0, done.stderr
+        lines = (run / "watch" / watching.RESUMES).read_text().splitlines()
+        found[keep] = [json.loads(line) for line in lines]
+    assert [r["status"] for r in found["keep-rng"]] == [watching.EXACT]
+    assert found["keep-rng"][0]["checkpoint"].endswith("last.ckpt") and found["keep-rng"][0]["saved_update"] == 3
+    assert [r["status"] for r in found["drop-rng"]] == [watching.DIFFERS]
+    assert [d["part"] for d in found["drop-rng"][0]["differences"]] == ["rng-torch"]
