@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import protocol
+from resumeproof.common import codec, protocol
 from resumeproof.verify.vocabulary.findings import Check
 
 
@@ -35,19 +35,22 @@ class ChaosResult:
         return dict(Counter(k["phase"] for k in self.kills))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "all_checks_passed": self.all_checks_passed,
-            "checks": [c.to_json() for c in self.checks],
-            "first_mismatch": self.first_mismatch,
-            "kills": list(self.kills),
-            "kills_by_signal": self.kills_by_signal,
-            "kills_by_phase": self.kills_by_phase,
-            "trainer_starts": self.trainer_starts,
-            "replayed_steps": self.replayed_steps,
-            "broken_log_lines": self.broken_log_lines,
-            "kills_without_valid_generation": list(self.kills_without_valid_generation),
-            "settings": self.settings,
-        }
+        """chaos's verification.json: the fields, among what it says for a reader."""
+        return codec.encode(
+            {
+                "all_checks_passed": self.all_checks_passed,
+                "checks": self.checks,
+                "first_mismatch": self.first_mismatch,
+                "kills": self.kills,
+                "kills_by_signal": self.kills_by_signal,
+                "kills_by_phase": self.kills_by_phase,
+                "trainer_starts": self.trainer_starts,
+                "replayed_steps": self.replayed_steps,
+                "broken_log_lines": self.broken_log_lines,
+                "kills_without_valid_generation": self.kills_without_valid_generation,
+                "settings": self.settings,
+            }
+        )
 
     def write(self, path: Path) -> None:
         protocol.write_json(path, self.to_json())

@@ -6,7 +6,7 @@ tests/data/documents/: `python -B -m tests.verify.report.documents` writes them 
 import math
 from pathlib import Path
 
-from resumeproof.common import protocol
+from resumeproof.common import codec, protocol
 from resumeproof.common.checkpoint_files import FileInfo
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.verify.chaos.result import ChaosResult
@@ -225,7 +225,7 @@ def vetted() -> list[Vetted]:
 def written() -> dict[str, str]:
     """Each document's name and its text, as the writing API writes it."""
     documents = {f"verification-{name}": make().to_json() for name, make in VERIFICATIONS.items()}
-    documents |= {"fork": fork().to_json(), "chaos": chaos().to_json(), "vetted": [v.to_json() for v in vetted()]}
+    documents |= {"fork": fork().to_json(), "chaos": chaos().to_json(), "vetted": codec.encode(vetted())}
     texts = {name: protocol.dumps(document) for name, document in documents.items()}
     return texts | {"export": export().document().decode()}
 

@@ -3,6 +3,7 @@ verifications, its sentence built once and said alike by the terminal, Markdown,
 pytest plugin."""
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -168,7 +169,7 @@ CASES = {
     "within spread, outside the band": (
         failing(
             resumed(lost(rule="outside-spread"), first_mismatch="history[6].loss", first_update=7),
-            determinism=Determinism(**{**not_deterministic().to_json(), "spread": BAND}),
+            determinism=replace(not_deterministic(), spread=BAND),
         ),
         "FAILED: not deterministic (differs from itself from update 2 (history[1].loss)), so judged by its restore and "
         "its measured spread; failed: resumed (from step 5) leaves its measured run-to-run spread from update 7 "
