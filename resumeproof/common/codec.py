@@ -166,9 +166,11 @@ def _expect(kind: type[T], value: Any, where: str) -> T:
     """`value` itself where it is a `kind`: a bool is no number, an int is a float (JSON does not tell them)."""
     wanted = (int, float) if kind is float else kind
     if (isinstance(value, bool) and kind is not bool) or not isinstance(value, wanted):
-        raise CodecError(f"{where}: expected {_said(kind)}, got {_said(type(value))} {value!r:.60}")
+        got = "null" if value is None else f"{_said(type(value))} {value!r:.60}"  # a long value cut: one short line
+        raise CodecError(f"{where}: expected {_said(kind)}, got {got}")
     return typing.cast(T, value)
 
 
 def _said(kind: type) -> str:
-    return {dict: "an object", list: "an array", str: "a string", types.NoneType: "null"}.get(kind, kind.__name__)
+    said: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+    return said.get(kind, kind.__name__)

@@ -40,7 +40,7 @@ class CheckedCheckpoint:
     line: str  # check's own line
 
 
-OMITTED = codec.field(omit=True)  # written only where there is something to say, and then after the rest
+OMITTED = codec.field(omit=True)  # written only where there is something to say
 
 
 def _record_without_files(d: dict[str, Any]) -> dict[str, Any]:
