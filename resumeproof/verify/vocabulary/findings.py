@@ -88,6 +88,7 @@ class Diagnosis:
     json_older = staticmethod(_diagnosis_without_parts)
 
     def json_extra(self, written: dict[str, Any]) -> dict[str, Any]:
+        """`lost` first, the parts as a reader reads them (joined, or "unknown"); read back, `parts` is read."""
         return {"lost": self.named, **written}
 
 
@@ -163,6 +164,7 @@ class Fault:
         return FaultStatus.CAUGHT if self.detected else FaultStatus.NOT_CAUGHT
 
     def json_extra(self, written: dict[str, Any]) -> dict[str, Any]:
+        """`status` first, written for a reader: read back, it is computed again."""
         return {"status": str(self.status), **written}
 
 
