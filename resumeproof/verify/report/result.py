@@ -262,7 +262,8 @@ class Verification:
         first key that does not hold what this version writes there."""
         v = codec.decode(cls, _as_fields(codec.decode(dict[str, Any], d, "verification.json")), "verification.json")
         legacy = any(c.id.kind is CheckKind.LEGACY for c in v.checks)
-        return replace(v, legacy_positive=d.get("positive")) if legacy else v
+        positive = codec.decode(bool | None, d.get("positive"), "verification.json.positive") if legacy else None
+        return replace(v, legacy_positive=positive)
 
     def write(self, path: Path) -> None:
         """verification.json, written atomically."""
@@ -275,7 +276,8 @@ def _as_fields(d: dict[str, Any]) -> dict[str, Any]:
     tolerance = codec.decode(dict[str, Any], d.get("tolerance", {}), "verification.json.tolerance")
     comparison = codec.decode(dict[str, Any], d.get("comparison", {}), "verification.json.comparison")
     read = {"atol": tolerance.get("atol", 0.0), "resumes": comparison.get("resumes", {})}
-    read |= {"negative": comparison.get("no_rng_resume"), "coverage": d.get("coverage") if d.get("coverage") else None}
+    coverage = d.get("coverage")  # {}: to_json's word for no coverage
+    read |= {"negative": comparison.get("no_rng_resume"), "coverage": None if coverage == {} else coverage}
     return {**d, **read}
 
 
