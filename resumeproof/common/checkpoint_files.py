@@ -21,7 +21,6 @@ import json
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from resumeproof.common import codec, dcp_check, dcp_files, weights_only
 from resumeproof.common.allowances import Allowances
@@ -46,10 +45,6 @@ class FileInfo:
     @property
     def refused(self) -> bool:
         return self.kind not in SAFE and self.allowed_by is None
-
-    def entry(self) -> dict[str, Any]:
-        """As verification.json and `check --json` list it."""
-        return codec.encode(self)
 
 
 def classify(path: Path, name: str, sha256: str, allow: Allowances) -> FileInfo:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from resumeproof.common import codec, protocol
+from resumeproof.common.checkpoint_files import FileInfo
 from resumeproof.common.protocol import RESUMED, CheckKind
 from resumeproof.verify.report.verdict import Verdict, failure, verdict
 from resumeproof.verify.run.launch import Placement
@@ -43,6 +44,16 @@ class CheckedCheckpoint:
 OMITTED = codec.field(omit=True)  # written only where there is something to say
 
 
+@dataclass(frozen=True, kw_only=True)
+class StartedFrom:
+    """A script's resume's input (report/assembled.py): the checkpoint its command named, the folder it is a copy of
+    (--resume-from-run), and the interrupted run's checkpoint's sha256 as fingerprinted before any resume started."""
+
+    checkpoint: str
+    copy_of: str | None
+    sha256: str | None
+
+
 def _record_without_files(d: dict[str, Any]) -> dict[str, Any]:
     """A trajectory recorded before its checkpoint's files were listed."""
     return {"checkpoint_files": [], **d}
@@ -57,12 +68,11 @@ class TrajectoryRecord:
     exit_code: int | None
     wall_seconds: float | None
     checkpoint_sha256: str | None
-    checkpoint_files: tuple[dict[str, Any], ...]
+    checkpoint_files: tuple[FileInfo, ...]
     log: str
     error: str | None
     check: CheckedCheckpoint | None = field(default=None, metadata=OMITTED)
-    # a script's resume: checkpoint, copy_of, sha256
-    started_from: dict[str, str | None] | None = field(default=None, metadata=OMITTED)
+    started_from: StartedFrom | None = field(default=None, metadata=OMITTED)  # a script's resume's input
     ran_on: Placement | None = field(default=None, metadata=OMITTED)  # where its command ran; None: it never ran
     # --preempt: how Slurm preempted its job, and each start (launch/preempt.py)
     preemption: Preempted | None = field(default=None, metadata=OMITTED)
@@ -290,7 +300,7 @@ def ran(t: Trajectory) -> TrajectoryRecord:
         exit_code=t.exit_code,
         wall_seconds=t.seconds,
         checkpoint_sha256=checkpoint.sha256 if checkpoint else None,
-        checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (),
+        checkpoint_files=checkpoint.files if checkpoint else (),
         log=str(t.log),
         error=t.error,
         ran_on=t.placement,

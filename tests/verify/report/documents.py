@@ -14,7 +14,7 @@ from resumeproof.verify.export.result import Copied, Export, ExportCheck
 from resumeproof.verify.export.source import Command, Kind, Skipped
 from resumeproof.verify.export.source import Point as ExportPoint
 from resumeproof.verify.fork.result import BranchResult, Fork, Point
-from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification
+from resumeproof.verify.report.result import CheckedCheckpoint, StartedFrom, TrajectoryRecord, Verification
 from resumeproof.verify.run.launch import Placement
 from resumeproof.verify.run.launch.job import Start
 from resumeproof.verify.run.launch.preempt import Preempted
@@ -68,7 +68,7 @@ PREEMPTED = Preempted(
 
 def record(**given) -> TrajectoryRecord:
     plain = {"argv": ("python", "train.py"), "status": "done", "exit_code": 0, "wall_seconds": 1.25}
-    kept = {"checkpoint_sha256": "b" * 64, "checkpoint_files": (FILE.entry(),), "log": "runs/x/log", "error": None}
+    kept = {"checkpoint_sha256": "b" * 64, "checkpoint_files": (FILE,), "log": "runs/x/log", "error": None}
     return TrajectoryRecord(**{**plain, **kept, **given})
 
 
@@ -100,7 +100,7 @@ def passed() -> Verification:
     trajectories = {
         "continuous": record(ran_on=PLACED, run_key={"argv": "x"}, reused_from="runs/old", stopped_after=5),
         "interrupted": record(check=CheckedCheckpoint("runs/x/ck", "accepted", "runs/x/ck: accepted")),
-        "resumed": record(started_from={"checkpoint": "c.pt", "copy_of": None, "sha256": "c" * 64}),
+        "resumed": record(started_from=StartedFrom(checkpoint="c.pt", copy_of=None, sha256="c" * 64)),
         "preempted": record(preemption=PREEMPTED, not_reused="its sources changed", exit_code=None),
     }
     checks = [
