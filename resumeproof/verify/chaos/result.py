@@ -1,7 +1,7 @@
 """The result of `resumeproof chaos`, and the verification.json it writes."""
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +10,23 @@ from resumeproof.verify.vocabulary.findings import Check
 
 
 @dataclass(frozen=True, kw_only=True)
+class Kill:
+    """One signal delivered: which, while the trainer was doing what, after which logged update; under torchrun, to
+    which rank."""
+
+    signal: str
+    phase: str
+    step: int
+    rank: int | None = field(default=None, metadata=codec.field(omit=True))
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChaosResult:
     """A chaos run: its checks (the same shape as a verification's) and what the signals did."""
 
     checks: tuple[Check, ...]
     first_mismatch: str | None
-    kills: tuple[dict[str, Any], ...]
+    kills: tuple[Kill, ...]
     trainer_starts: int
     replayed_steps: int
     broken_log_lines: int
@@ -28,11 +39,11 @@ class ChaosResult:
 
     @property
     def kills_by_signal(self) -> dict[str, int]:
-        return dict(Counter(k["signal"] for k in self.kills))
+        return dict(Counter(k.signal for k in self.kills))
 
     @property
     def kills_by_phase(self) -> dict[str, int]:
-        return dict(Counter(k["phase"] for k in self.kills))
+        return dict(Counter(k.phase for k in self.kills))
 
     def to_json(self) -> dict[str, Any]:
         """chaos's verification.json: the fields, among what it says for a reader."""

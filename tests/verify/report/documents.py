@@ -9,7 +9,7 @@ from pathlib import Path
 from resumeproof.common import codec, protocol
 from resumeproof.common.checkpoint_files import FileInfo
 from resumeproof.common.protocol import CheckId, CheckKind
-from resumeproof.verify.chaos.result import ChaosResult
+from resumeproof.verify.chaos.result import ChaosResult, Kill
 from resumeproof.verify.export.result import Copied, Export, ExportCheck
 from resumeproof.verify.export.source import Command, Kind, Skipped
 from resumeproof.verify.export.source import Point as ExportPoint
@@ -181,7 +181,7 @@ def fork() -> Fork:
 
 
 def chaos() -> ChaosResult:
-    kills = ({"signal": "SIGKILL", "phase": "save", "step": 3}, {"signal": "SIGTERM", "phase": "update", "step": 5})
+    kills = (Kill(signal="SIGKILL", phase="save", step=3), Kill(signal="SIGTERM", phase="update", step=5))
     return ChaosResult(
         checks=(check(CheckKind.CHAOS, trajectory=None), check(CheckKind.CHAOS, False, detail="lost an update")),
         first_mismatch="history[4].loss",

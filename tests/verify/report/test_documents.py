@@ -8,6 +8,7 @@ import pytest
 
 from resumeproof.common import codec
 from resumeproof.common.protocol import CheckKind
+from resumeproof.verify.chaos.result import Kill
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.vocabulary.findings import Check, Diagnosis
 from tests.verify.report import documents
@@ -69,3 +70,12 @@ def test_a_document_of_the_wrong_shape_is_refused_with_one_line_naming_the_key(s
     with pytest.raises(codec.CodecError) as refused:
         Verification.from_json(document)
     assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_kill_under_torchrun_is_written_with_its_rank_as_chaos_wrote_it_before():
+    assert codec.encode(Kill(signal="SIGKILL", phase="writing", step=4, rank=1)) == {
+        "signal": "SIGKILL",
+        "phase": "writing",
+        "step": 4,
+        "rank": 1,
+    }
