@@ -62,6 +62,8 @@ def test_an_old_document_read_in_a_verification_reads_its_diagnoses_and_checks_a
         (lambda d: d["trajectories"]["resumed"].update(argv="python"), ".trajectories.resumed.argv: expected an array"),
         (lambda d: d["faults"]["rng"].update(mismatches=True), ".faults.rng.mismatches: expected int, got bool"),
         (lambda d: d.update(comparison=[]), "verification.json.comparison: expected an object, got an array"),
+        (lambda d: d["determinism"]["spread"]["updates"].pop(), "spread.envelope: not one value per update"),
+        (lambda d: d["determinism"]["spread"].update(runs="a"), "spread.runs: expected an array, got a string 'a'"),
     ],
 )
 def test_a_document_of_the_wrong_shape_is_refused_with_one_line_naming_the_key(spoil, said):
