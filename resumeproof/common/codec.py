@@ -54,8 +54,6 @@ def encode(value: Any) -> Any:
         return value.value
     if isinstance(value, Path):
         return str(value)
-    if isinstance(value, tuple) and hasattr(value, "_asdict"):  # a NamedTuple: an object, by field
-        return {name: encode(item) for name, item in value._asdict().items()}
     if isinstance(value, tuple | list):
         return [encode(item) for item in value]
     if isinstance(value, Mapping):
@@ -92,8 +90,6 @@ def decode(kind: Any, value: Any, where: str = "") -> Any:
         return _union(args, value, where)
     if dataclasses.is_dataclass(kind):
         return _decode_fields(kind, _expect(dict, value, where), where)
-    if isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields"):  # a NamedTuple
-        return _decode_named(kind, _expect(dict, value, where), where)
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
         try:
             return kind(value)
@@ -147,14 +143,6 @@ def _decode_fields(cls: Any, given: dict[str, Any], where: str) -> Any:
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise CodecError(f"{where}: missing {key!r}")
     return cls(**read)
-
-
-def _decode_named(kind: Any, given: dict[str, Any], where: str) -> Any:
-    hints = _hints(kind)
-    missing = [name for name in kind._fields if name not in given and name not in kind._field_defaults]
-    if missing:
-        raise CodecError(f"{where}: missing {missing[0]!r}")
-    return kind(**{name: decode(hints[name], given[name], f"{where}.{name}") for name in kind._fields if name in given})
 
 
 @functools.cache

@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
@@ -18,7 +18,8 @@ class Colour(StrEnum):
     BLUE = "blue"
 
 
-class Start(NamedTuple):
+@dataclass(frozen=True)
+class Start:
     host: str
     restart: str = ""
 
