@@ -32,7 +32,7 @@ class Json:
     key: str | None = None  # the document's key, where it is not the field's name
     omit: bool = False  # left out where None (and, being absent, read as None)
     inline: bool = False  # a nested record whose keys are written among its owner's own
-    skip: bool = False  # never written, never read (the field has a default)
+    skip: bool = False  # never written, never read (a record that is read back gives such a field a default)
     encode: Callable[[Any], Any] | None = None  # a value with its own shape (None is written as null all the same)
     decode: Callable[[Any], Any] | None = None  # and its reading (null is read by the field's type)
 
