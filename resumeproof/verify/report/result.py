@@ -288,7 +288,9 @@ def _as_fields(d: dict[str, Any]) -> dict[str, Any]:
     read = {"atol": tolerance.get("atol", 0.0), "resumes": comparison.get("resumes", {})}
     coverage = d.get("coverage")  # {}: to_json's word for no coverage
     read |= {"negative": comparison.get("no_rng_resume"), "coverage": None if coverage == {} else coverage}
-    return {**d, **read}
+    # A document that leaves out its header's error or command (a hand-made one) reads as completed, of no command,
+    # as it always has.
+    return {"error": None, "train_cmd": "", **d, **read}
 
 
 def ran(t: Trajectory) -> TrajectoryRecord:

@@ -1,6 +1,6 @@
 """Representative result objects, one of each document the verifier writes (verification.json: a passing one, a
 failing one, one that could not complete; fork.json, chaos.json, EXPORT.json, `check --json`'s entries), shared by
-tests/verify/report/test_documents.py. Their documents as the hand-written to_json methods wrote them are kept in
+tests/verify/report/test_result.py. Their documents as the hand-written to_json methods wrote them are kept in
 tests/data/documents/: `python -B -m tests.verify.report.documents` writes them again."""
 
 import math

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.pytest_plugin import Outcome
-from resumeproof.verify.chaos.result import ChaosResult
+from resumeproof.verify.chaos.result import ChaosResult, Kill
 from resumeproof.verify.report import junit, markdown, terminal
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import SHOWN, failure
@@ -266,7 +266,7 @@ def test_a_failed_chaos_run_says_which_of_its_claims_does_not_hold():
     result = ChaosResult(
         checks=checks,
         first_mismatch="history[3].loss",
-        kills=({"signal": "SIGKILL", "phase": "step"},),
+        kills=(Kill(signal="SIGKILL", phase="step", step=3),),
         trainer_starts=2,
         replayed_steps=1,
         broken_log_lines=0,
