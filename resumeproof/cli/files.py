@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from resumeproof.cli.common import CONTEXT, Command, debug_option
+from resumeproof.common import codec
 from resumeproof.common.errors import EXIT_ERROR, EXIT_FAILED, EXIT_PASSED
 from resumeproof.verify.settings import Allowances
 
@@ -41,7 +42,7 @@ def run_check(paths: tuple[Path, ...], as_json: bool, allow_unsafe_pickle, allow
     if as_json:
         document = {
             "accepted": all(v.verdict is Verdict.ACCEPTED for v in found),
-            "paths": [v.to_json() for v in found],
+            "paths": codec.encode(found),
         }
         click.echo(json.dumps(document, indent=1))
     else:

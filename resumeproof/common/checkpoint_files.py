@@ -19,11 +19,10 @@ recorded in verification.json beside the file.
 
 import json
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from resumeproof.common import dcp_check, dcp_files, weights_only
+from resumeproof.common import codec, dcp_check, dcp_files, weights_only
 from resumeproof.common.allowances import Allowances
 
 SAFE = ("torch", "safetensors", "json", "text", "plain-pickle", "dcp-metadata", "dcp-data")
@@ -40,21 +39,12 @@ class FileInfo:
     tensors: int | None = None  # torch archives
     globals: tuple[str, ...] = ()  # pickles: what loading would import and call
     allowed_by: str | None = None  # the --allow-* pattern that let an unsafe file through
-    why: str | None = None  # a DCP file's refusal, for the message (not in verification.json)
+    # a DCP file's refusal, for the message (not in verification.json)
+    why: str | None = field(default=None, metadata=codec.field(skip=True))
 
     @property
     def refused(self) -> bool:
         return self.kind not in SAFE and self.allowed_by is None
-
-    def entry(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "sha256": self.sha256,
-            "kind": self.kind,
-            "tensors": self.tensors,
-            "globals": list(self.globals),
-            "allowed_by": self.allowed_by,
-        }
 
 
 def classify(path: Path, name: str, sha256: str, allow: Allowances) -> FileInfo:

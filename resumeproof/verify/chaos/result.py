@@ -1,12 +1,23 @@
 """The result of `resumeproof chaos`, and the verification.json it writes."""
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import protocol
+from resumeproof.common import codec, protocol
 from resumeproof.verify.vocabulary.findings import Check
+
+
+@dataclass(frozen=True, kw_only=True)
+class Kill:
+    """One signal delivered: which, while the trainer was doing what, after which logged update; under torchrun, to
+    which rank."""
+
+    signal: str
+    phase: str
+    step: int
+    rank: int | None = field(default=None, metadata=codec.field(omit=True))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,7 +26,7 @@ class ChaosResult:
 
     checks: tuple[Check, ...]
     first_mismatch: str | None
-    kills: tuple[dict[str, Any], ...]
+    kills: tuple[Kill, ...]
     trainer_starts: int
     replayed_steps: int
     broken_log_lines: int
@@ -28,26 +39,29 @@ class ChaosResult:
 
     @property
     def kills_by_signal(self) -> dict[str, int]:
-        return dict(Counter(k["signal"] for k in self.kills))
+        return dict(Counter(k.signal for k in self.kills))
 
     @property
     def kills_by_phase(self) -> dict[str, int]:
-        return dict(Counter(k["phase"] for k in self.kills))
+        return dict(Counter(k.phase for k in self.kills))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "all_checks_passed": self.all_checks_passed,
-            "checks": [c.to_json() for c in self.checks],
-            "first_mismatch": self.first_mismatch,
-            "kills": list(self.kills),
-            "kills_by_signal": self.kills_by_signal,
-            "kills_by_phase": self.kills_by_phase,
-            "trainer_starts": self.trainer_starts,
-            "replayed_steps": self.replayed_steps,
-            "broken_log_lines": self.broken_log_lines,
-            "kills_without_valid_generation": list(self.kills_without_valid_generation),
-            "settings": self.settings,
-        }
+        """chaos's verification.json: the fields, among what it says for a reader."""
+        return codec.encode(
+            {
+                "all_checks_passed": self.all_checks_passed,
+                "checks": self.checks,
+                "first_mismatch": self.first_mismatch,
+                "kills": self.kills,
+                "kills_by_signal": self.kills_by_signal,
+                "kills_by_phase": self.kills_by_phase,
+                "trainer_starts": self.trainer_starts,
+                "replayed_steps": self.replayed_steps,
+                "broken_log_lines": self.broken_log_lines,
+                "kills_without_valid_generation": self.kills_without_valid_generation,
+                "settings": self.settings,
+            }
+        )
 
     def write(self, path: Path) -> None:
         protocol.write_json(path, self.to_json())

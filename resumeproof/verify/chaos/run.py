@@ -25,7 +25,7 @@ from typing import Any
 from resumeproof.common import losslog, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError, refuse_existing
 from resumeproof.common.protocol import CONTINUOUS, OUTPUT_FLAG, STEPS_FLAG, CheckId, CheckKind
-from resumeproof.verify.chaos.result import ChaosResult
+from resumeproof.verify.chaos.result import ChaosResult, Kill
 from resumeproof.verify.chaos.settings import RANK, ChaosSettings
 from resumeproof.verify.judge.compare import summaries
 from resumeproof.verify.run import accept
@@ -45,7 +45,7 @@ class ChaosError(ResumeproofError):
 
 @dataclass
 class Outcome:
-    kills: list[dict[str, Any]] = field(default_factory=list)
+    kills: list[Kill] = field(default_factory=list)
     starts: int = 0
     seen_generation: bool = False  # once one was valid, one must be valid after every kill
     missing_generation: list[int] = field(default_factory=list)  # kills after which none was valid
@@ -78,7 +78,7 @@ def run(s: ChaosSettings) -> ChaosResult:
             if proc.poll() is not None:
                 break
             proc.send_signal(sig)
-            outcome.kills.append({"signal": sig.name, "phase": phase, "step": _logged_step(run_dir)})
+            outcome.kills.append(Kill(signal=sig.name, phase=phase, step=_logged_step(run_dir)))
             if sig != signal.SIGUSR1:
                 break
         if _wait(proc, s.timeout) != 0 and proc.returncode != -signal.SIGKILL:
@@ -113,7 +113,7 @@ def _strike_ranks(
             os.kill(started["workers"][rank], signal.SIGKILL)
         except ProcessLookupError:  # the group finished first
             break
-        outcome.kills.append({"signal": "SIGKILL", "phase": phase, "step": _logged_step(run_dir), "rank": rank})
+        outcome.kills.append(Kill(signal="SIGKILL", phase=phase, step=_logged_step(run_dir), rank=rank))
         _check_generation(run_dir, outcome)
     if _wait(proc, s.timeout) != 0:
         raise ChaosError(

@@ -1,9 +1,10 @@
 """What one export did, built once: EXPORT.json (its schema: docs/export.schema.json), PROOF.md and the terminal
 report all read the same `Export`."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from resumeproof.common import codec
 from resumeproof.common.errors import EXIT_FAILED, EXIT_PASSED
 from resumeproof.common.protocol import CheckKind, dumps
 from resumeproof.verify.export.source import Command, Kind, Point, Skipped
@@ -19,9 +20,6 @@ class Copied:
     size: int
     sha256: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "size": self.size, "sha256": self.sha256}
-
 
 @dataclass(frozen=True, kw_only=True)
 class ExportCheck:
@@ -30,10 +28,6 @@ class ExportCheck:
     passed: bool
     path: str | None = None  # the resume point it is about, relative to the export
     detail: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        kind = str(self.kind)
-        return {"kind": kind, "name": self.name, "passed": self.passed, "path": self.path, "detail": self.detail}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +47,8 @@ class Export:
     recorded: dict[str, Any]  # the run's configuration, identity and versions, as its summary's meta records them
     exporter: dict[str, Any]  # what exported it: resumeproof, Python, platform, fsspec
     checks: tuple[ExportCheck, ...]
-    logs: str | None = None  # where the resuming processes' logs were kept on this machine (not proven): not in JSON
+    # where the resuming processes' logs were kept on this machine (not proven): not in JSON
+    logs: str | None = field(default=None, metadata=codec.field(skip=True))
 
     @property
     def proven(self) -> bool:
@@ -71,25 +66,28 @@ class Export:
         return EXIT_PASSED if self.proven else EXIT_FAILED
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "proven": self.proven,
-            "id": self.id,
-            "created": self.created,
-            "command": self.command,
-            "source": {"run": self.run, "kind": str(self.kind)},
-            "destination": self.destination,
-            "replaces": self.replaces,
-            "step": self.step,
-            "points": [p.to_json() for p in self.points],
-            "skipped": [s.to_json() for s in self.skipped],
-            "notes": list(self.notes),
-            "files": [f.to_json() for f in self.files],
-            "trainer": self.trainer.to_json(),
-            "recorded": self.recorded,
-            "exporter": self.exporter,
-            "checks": [c.to_json() for c in self.checks],
-        }
+        """EXPORT.json: the fields, among what it says for a reader."""
+        return codec.encode(
+            {
+                "format": FORMAT,
+                "proven": self.proven,
+                "id": self.id,
+                "created": self.created,
+                "command": self.command,
+                "source": {"run": self.run, "kind": self.kind},
+                "destination": self.destination,
+                "replaces": self.replaces,
+                "step": self.step,
+                "points": self.points,
+                "skipped": self.skipped,
+                "notes": self.notes,
+                "files": self.files,
+                "trainer": self.trainer,
+                "recorded": self.recorded,
+                "exporter": self.exporter,
+                "checks": self.checks,
+            }
+        )
 
     def document(self) -> bytes:
         return dumps(self.to_json()).encode()

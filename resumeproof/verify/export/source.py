@@ -16,7 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import fingerprint, manifest, protocol, runfiles
+from resumeproof.common import codec, fingerprint, manifest, protocol, runfiles
 from resumeproof.common.errors import ResumeproofError, one_line
 from resumeproof.common.observation import FORMAT as OBSERVED
 from resumeproof.common.protocol import CHECKPOINT, CONTINUOUS, SUMMARY
@@ -52,11 +52,9 @@ class Point:
     path: str  # relative to RUN
     step: int
     sha256: str  # as its sidecar records it (a directory: of the sidecar's text)
-    digests: Mapping[str, str]  # each of its files, relative to RUN, with the sha256 it was checked with
+    # each of its files, relative to RUN, with the sha256 it was checked with (EXPORT.json lists them in `files`)
+    digests: Mapping[str, str] = field(metadata=codec.field(skip=True))
     directory: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "step": self.step, "sha256": self.sha256, "directory": self.directory}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,19 +62,14 @@ class Skipped:
     path: str  # relative to RUN
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "reason": self.reason}
-
 
 @dataclass(frozen=True, kw_only=True)
 class Command:
     """The training command that resumes a point, without the protocol's flags."""
 
     argv: tuple[str, ...]
-    origin: str  # where it was read: --train-cmd, summary.json meta.argv, verification.json train_cmd
-
-    def to_json(self) -> dict[str, Any]:
-        return {"argv": list(self.argv), "from": self.origin}
+    # where it was read: --train-cmd, summary.json meta.argv, verification.json train_cmd
+    origin: str = field(metadata=codec.field(key="from"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import protocol
+from resumeproof.common import codec, protocol
 from resumeproof.common.protocol import CheckKind
 from resumeproof.verify.report.result import TrajectoryRecord
 from resumeproof.verify.vocabulary.findings import Check
@@ -26,34 +26,25 @@ class Point:
     loss: float
     lr: float
 
-    def to_json(self) -> dict[str, Any]:
-        return {"step": self.step, "loss": self.loss, "lr": self.lr}
-
 
 @dataclass(frozen=True, kw_only=True)
 class BranchResult:
     """One branch as it ran from the fork point: its curve, and where it parts from the control."""
 
-    name: str
+    name: str = field(metadata=codec.field(skip=True))  # fork.json's key for it
     overrides: tuple[str, ...]
-    curve: tuple[Point, ...] = ()  # its updates after the fork point
     parts_at: int | None = None  # the first update whose history record differs from the control's; None: none does
     parted_by: str | None = None  # that difference (path: reason); or, with the same history, the summary's first one
     first_difference: str | None = None  # the observer: what first differs in its first update from the control's
+    curve: tuple[Point, ...] = ()  # its updates after the fork point
 
     @property
     def final_loss(self) -> float | None:
         return self.curve[-1].loss if self.curve else None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "overrides": list(self.overrides),
-            "final_loss": self.final_loss,
-            "parts_at": self.parts_at,
-            "parted_by": self.parted_by,
-            "first_difference": self.first_difference,
-            "curve": [p.to_json() for p in self.curve],
-        }
+    def json_extra(self, written: dict[str, Any]) -> dict[str, Any]:
+        """Its final loss for a reader, right after the overrides that led to it."""
+        return {"overrides": written["overrides"], "final_loss": self.final_loss} | written
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,25 +103,28 @@ class Fork:
         return [b for b in self.branches if b.overrides and b.parts_at is None and b.parted_by is None]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": FORMAT,
-            "fair": self.fair,
-            "reasons": self.reasons,
-            "error": self.error,
-            "checkpoint": str(self.checkpoint),
-            "checkpoint_sha256": self.sha256,
-            "train_cmd": self.train_cmd,
-            "steps": self.steps,
-            "fork_step": self.fork_step,
-            "original": {"records_from": list(self.sources), "continuation": self.continuation},
-            "outcome": self.outcome(),
-            "lowest": self.lowest.name if self.lowest else None,
-            "before": [p.to_json() for p in self.before],
-            "branches": {b.name: b.to_json() for b in self.branches},
-            "checks": [c.to_json() for c in self.checks],
-            "processes": {name: t.to_json() for name, t in self.processes.items()},
-            "plot": str(self.plot) if self.plot else None,
-        }
+        """fork.json: the fields, among what it says for a reader."""
+        return codec.encode(
+            {
+                "format": FORMAT,
+                "fair": self.fair,
+                "reasons": self.reasons,
+                "error": self.error,
+                "checkpoint": self.checkpoint,
+                "checkpoint_sha256": self.sha256,
+                "train_cmd": self.train_cmd,
+                "steps": self.steps,
+                "fork_step": self.fork_step,
+                "original": {"records_from": self.sources, "continuation": self.continuation},
+                "outcome": self.outcome(),
+                "lowest": self.lowest.name if self.lowest else None,
+                "before": self.before,
+                "branches": {b.name: b for b in self.branches},
+                "checks": self.checks,
+                "processes": self.processes,
+                "plot": self.plot,
+            }
+        )
 
     def write(self, path: Path) -> None:
         """fork.json, written atomically."""

@@ -17,7 +17,7 @@ from resumeproof.verify.judge.asked import summaries_of
 from resumeproof.verify.judge.records import applies
 from resumeproof.verify.judge.records import script as script_judge
 from resumeproof.verify.plan import script as script_plan
-from resumeproof.verify.report.result import CheckedCheckpoint, TrajectoryRecord, Verification, ran
+from resumeproof.verify.report.result import CheckedCheckpoint, StartedFrom, TrajectoryRecord, Verification, ran
 from resumeproof.verify.run import accept, environment, inputs, vet
 from resumeproof.verify.run.trajectories import Trajectory, TrajectoryError, first_error
 from resumeproof.verify.settings import Settings
@@ -129,15 +129,14 @@ def _record(
     stopped = script_plan.stopped(records[t.name])  # read once, in verify
     found = vet.vet(script_plan.checkpoint_of(s, t.output, stopped), advise=False)  # --observe takes no --allow-*
     check = CheckedCheckpoint(str(found.path), str(found.verdict), found.line())
-    return replace(as_run, checkpoint_files=tuple(f.entry() for f in found.files), check=check)
+    return replace(as_run, checkpoint_files=found.files, check=check)
 
 
-def _started_from(t: Trajectory, left: dict[str, inputs.Fingerprint]) -> dict[str, str | None]:
-    """A resume's input: the checkpoint its command named, the folder it is a copy of (--resume-from-run), and the
-    interrupted run's checkpoint's sha256 as fingerprinted before any resume started."""
+def _started_from(t: Trajectory, left: dict[str, inputs.Fingerprint]) -> StartedFrom:
+    """A resume's input, its checkpoint fingerprinted before any resume started."""
     source = left.get(t.after[0]) if t.after else None
-    return {
-        "checkpoint": str(t.starts_from),
-        "copy_of": str(t.copy_of) if t.copy_of is not None else None,
-        "sha256": source.sha256 if source is not None else None,
-    }
+    return StartedFrom(
+        checkpoint=str(t.starts_from),
+        copy_of=str(t.copy_of) if t.copy_of is not None else None,
+        sha256=source.sha256 if source is not None else None,
+    )

@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
+from resumeproof.common import codec
 from resumeproof.common.fingerprint import write_atomic
 from resumeproof.verify.report.result import TrajectoryRecord, Verification
 from resumeproof.verify.report.verdict import failure
@@ -77,7 +78,7 @@ def _check(suite: ET.Element, check: Check, said: str | None) -> None:
     why = f"diagnosis: {check.diagnosis.sentence()}" if check.diagnosis else ""
     message = " | ".join(x for x in (said, first, why) if x)
     failed = ET.SubElement(case, "failure", message=message, type="resume not exact")
-    failed.text = "\n".join(f"{key}: {value}" for key, value in check.to_json().items() if value is not None)
+    failed.text = "\n".join(f"{key}: {value}" for key, value in codec.encode(check).items() if value is not None)
 
 
 def _count(suite: ET.Element) -> None:

@@ -1,15 +1,18 @@
 """A verification as one typed object built once: verification.json is written from it and read back into it,
 and the terminal report, JUnit, Markdown and the pytest plugin render it.
 
-`Verification.from_json` also reads documents written before checks carried their identity (they read as
-`CheckKind.LEGACY`, their diagnoses stay in the comparison; docs/verification-json.md).
+Every record is written and read by common/codec.py, field by field; the document's own layout (what it says for a
+reader, the tolerance, the comparison) is `Verification.to_json` and `_as_fields`. `Verification.from_json` also
+reads documents written before checks carried their identity (they read as `CheckKind.LEGACY`, their diagnoses stay
+in the comparison; docs/verification-json.md).
 """
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import protocol
+from resumeproof.common import codec, protocol
+from resumeproof.common.checkpoint_files import FileInfo
 from resumeproof.common.protocol import RESUMED, CheckKind
 from resumeproof.verify.report.verdict import Verdict, failure, verdict
 from resumeproof.verify.run.launch import Placement
@@ -37,12 +40,23 @@ class CheckedCheckpoint:
     verdict: str  # verify/run/vet.py's Verdict: accepted, refused, unreadable
     line: str  # check's own line
 
-    def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "verdict": self.verdict, "line": self.line}
 
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> "CheckedCheckpoint | None":
-        return cls(**d) if d else None
+OMITTED = codec.field(omit=True)  # written only where there is something to say
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartedFrom:
+    """A script's resume's input (report/assembled.py): the checkpoint its command named, the folder it is a copy of
+    (--resume-from-run), and the interrupted run's checkpoint's sha256 as fingerprinted before any resume started."""
+
+    checkpoint: str
+    copy_of: str | None
+    sha256: str | None
+
+
+def _record_without_files(d: dict[str, Any]) -> dict[str, Any]:
+    """A trajectory recorded before its checkpoint's files were listed."""
+    return {"checkpoint_files": [], **d}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,44 +68,22 @@ class TrajectoryRecord:
     exit_code: int | None
     wall_seconds: float | None
     checkpoint_sha256: str | None
-    checkpoint_files: tuple[dict[str, Any], ...]
+    checkpoint_files: tuple[FileInfo, ...]
     log: str
     error: str | None
-    check: CheckedCheckpoint | None = None
-    started_from: dict[str, str | None] | None = None  # a script's resume: checkpoint, copy_of, sha256
-    ran_on: Placement | None = None  # where its command ran (verify/run/launch/); None: it never ran
-    run_key: dict[str, str] | None = None  # what makes another run of it the same run (verify/run/reuse.py)
-    reused_from: str | None = None  # --reuse-runs: the verification its run was copied from
-    not_reused: str | None = None  # --reuse-runs: why it ran again
-    stopped_after: int | None = None  # the update after which the observer ended it, where the plan asked
-    preemption: Preempted | None = None  # --preempt: how Slurm preempted its job, and each start (launch/preempt.py)
+    check: CheckedCheckpoint | None = field(default=None, metadata=OMITTED)
+    started_from: StartedFrom | None = field(default=None, metadata=OMITTED)  # a script's resume's input
+    ran_on: Placement | None = field(default=None, metadata=OMITTED)  # where its command ran; None: it never ran
+    # --preempt: how Slurm preempted its job, and each start (launch/preempt.py)
+    preemption: Preempted | None = field(default=None, metadata=OMITTED)
+    # what makes another run of it the same run (verify/run/reuse.py)
+    run_key: dict[str, str] | None = field(default=None, metadata=OMITTED)
+    reused_from: str | None = field(default=None, metadata=OMITTED)  # --reuse-runs: the verification it was copied from
+    not_reused: str | None = field(default=None, metadata=OMITTED)  # --reuse-runs: why it ran again
+    # the update after which the observer ended it, where the plan asked
+    stopped_after: int | None = field(default=None, metadata=OMITTED)
 
-    def to_json(self) -> dict[str, Any]:
-        checked: dict[str, Any] = {"check": self.check.to_json()} if self.check else {}
-        checked |= {"started_from": self.started_from} if self.started_from else {}
-        checked |= {"ran_on": self.ran_on.to_json()} if self.ran_on else {}
-        checked |= {"preemption": self.preemption.to_json()} if self.preemption else {}
-        reuse: dict[str, Any] = {"run_key": self.run_key, "reused_from": self.reused_from}
-        reuse |= {"not_reused": self.not_reused, "stopped_after": self.stopped_after}
-        checked |= {key: said for key, said in reuse.items() if said is not None}
-        return {
-            "argv": list(self.argv),
-            "status": self.status,
-            "exit_code": self.exit_code,
-            "wall_seconds": self.wall_seconds,
-            "checkpoint_sha256": self.checkpoint_sha256,
-            "checkpoint_files": list(self.checkpoint_files),
-            "log": self.log,
-            "error": self.error,
-            **checked,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "TrajectoryRecord":
-        files, check = tuple(d.get("checkpoint_files", ())), CheckedCheckpoint.from_json(d.get("check"))
-        where, preempted = Placement.from_json(d.get("ran_on")), Preempted.from_json(d.get("preemption"))
-        read = {"checkpoint_files": files, "check": check, "ran_on": where, "preemption": preempted}
-        return cls(**{**d, "argv": tuple(d["argv"]), **read})
+    json_older = staticmethod(_record_without_files)
 
 
 @dataclass(kw_only=True)
@@ -235,78 +227,70 @@ class Verification:
         return verdict(self)
 
     def to_json(self) -> dict[str, Any]:
+        """verification.json: the fields, among what it says for a reader (computed again when it is read back)."""
         full, negative = self.full_resume, self.negative
-        comparison = {}
+        comparison: dict[str, Any] = {}
         if full is not None and negative is not None:
-            resumes = {name: r.to_json() for name, r in self.resumes.items()}
-            comparison = {"full_resume": full.to_json(), "no_rng_resume": negative.to_json(), "resumes": resumes}
-        return {
-            "all_checks_passed": self.all_checks_passed,
-            "positive": self.positive,
-            "negative_divergence_detected": self.negative_divergence_detected,
-            "deterministic": self.determinism.deterministic,  # as `determinism` says: null when not established
-            "error": self.error,
-            "verdict": self.verdict.to_json(),  # written for a reader; read back, it is computed again
-            "protocol": self.protocol,
-            "train_cmd": self.train_cmd,
-            "resume_cmd": self.resume_cmd,
-            "steps": self.steps,
-            "interrupt_at": list(self.interrupt_at),
-            "segments": [list(c) for c in self.segments],
-            "tolerance": {"atol": self.atol, "rtol": 0.0},
-            "allowed": self.allowed,
-            "environment": self.environment,
-            "trajectories": {name: t.to_json() for name, t in self.trajectories.items()},
-            "checks": [{**c.to_json(), "failure": failure(c, self)} for c in self.checks],
-            "comparison": comparison,
-            "faults": {part: f.to_json() for part, f in self.faults.items()},
-            "blind_to": self.blind_to,
-            "not_applicable": self.not_applicable,
-            "continuous_made": self.continuous_made,
-            "notes": self.notes,  # written for a reader: read back, they are computed again
-            "parts": list(self.parts),
-            "determinism": self.determinism.to_json(),
-            "nonfinite": list(self.nonfinite),
-            "coverage": self.coverage.to_json() if self.coverage else {},
-            "next_lr": self.next_lr,
-            **({"plot": self.plot} if self.plot else {}),
-        }
+            comparison = {"full_resume": full, "no_rng_resume": negative, "resumes": self.resumes}
+        return codec.encode(
+            {
+                "all_checks_passed": self.all_checks_passed,
+                "positive": self.positive,
+                "negative_divergence_detected": self.negative_divergence_detected,
+                "deterministic": self.determinism.deterministic,  # as `determinism` says: null when not established
+                "error": self.error,
+                "verdict": self.verdict.to_json(),  # written for a reader; read back, it is computed again
+                "protocol": self.protocol,
+                "train_cmd": self.train_cmd,
+                "resume_cmd": self.resume_cmd,
+                "steps": self.steps,
+                "interrupt_at": self.interrupt_at,
+                "segments": self.segments,
+                "tolerance": {"atol": self.atol, "rtol": 0.0},
+                "allowed": self.allowed,
+                "environment": self.environment,
+                "trajectories": self.trajectories,
+                "checks": [{**codec.encode(c), "failure": failure(c, self)} for c in self.checks],
+                "comparison": comparison,
+                "faults": self.faults,
+                "blind_to": self.blind_to,
+                "not_applicable": self.not_applicable,
+                "continuous_made": self.continuous_made,
+                "notes": self.notes,  # written for a reader: read back, they are computed again
+                "parts": self.parts,
+                "determinism": self.determinism,
+                "nonfinite": self.nonfinite,
+                "coverage": self.coverage or {},  # {}: nothing to say of the epochs
+                "next_lr": self.next_lr,
+                **({"plot": self.plot} if self.plot else {}),
+            }
+        )
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Verification":
-        """A verification.json, this version's or an older one (docs/verification-json.md)."""
-        comparison = d.get("comparison") or {}
-        checks = [Check.from_json(c) for c in d.get("checks", [])]
-        legacy = any(c.id.kind is CheckKind.LEGACY for c in checks)
-        return cls(
-            error=d.get("error"),
-            train_cmd=d.get("train_cmd", ""),
-            resume_cmd=d.get("resume_cmd"),
-            protocol=d.get("protocol", ""),
-            steps=d.get("steps", 0),
-            interrupt_at=tuple(d.get("interrupt_at", ())),
-            segments=tuple(tuple(c) for c in d.get("segments", ())),
-            atol=(d.get("tolerance") or {}).get("atol", 0.0),
-            allowed=d.get("allowed", {}),
-            environment=d.get("environment", {}),
-            trajectories={n: TrajectoryRecord.from_json(t) for n, t in d.get("trajectories", {}).items()},
-            checks=checks,
-            legacy_positive=d.get("positive") if legacy else None,
-            resumes={n: Resume.from_json(r) for n, r in comparison.get("resumes", {}).items()},
-            negative=Resume.from_json(comparison["no_rng_resume"]) if comparison.get("no_rng_resume") else None,
-            faults={p: Fault.from_json(f) for p, f in (d.get("faults") or {}).items()},
-            parts=tuple(d.get("parts", ())),
-            determinism=Determinism.from_json(d.get("determinism")),
-            nonfinite=tuple(d.get("nonfinite", ())),
-            coverage=Coverage.from_json(d.get("coverage")),
-            next_lr=d.get("next_lr"),
-            plot=d.get("plot"),
-            continuous_made=d.get("continuous_made"),
-        )
+        """A verification.json, this version's or an older one (docs/verification-json.md); CodecError names the
+        first key that does not hold what this version writes there."""
+        v = codec.decode(cls, _as_fields(codec.decode(dict[str, Any], d, "verification.json")), "verification.json")
+        legacy = any(c.id.kind is CheckKind.LEGACY for c in v.checks)
+        positive = codec.decode(bool | None, d.get("positive"), "verification.json.positive") if legacy else None
+        return replace(v, legacy_positive=positive)
 
     def write(self, path: Path) -> None:
         """verification.json, written atomically."""
         protocol.write_json(path, self.to_json())
+
+
+def _as_fields(d: dict[str, Any]) -> dict[str, Any]:
+    """verification.json's keys read as the fields they are written from, where they are not written under the
+    field's own name: the tolerance's atol, the comparison's resumes and negative control, no coverage as {}."""
+    tolerance = codec.decode(dict[str, Any], d.get("tolerance", {}), "verification.json.tolerance")
+    comparison = codec.decode(dict[str, Any], d.get("comparison", {}), "verification.json.comparison")
+    read = {"atol": tolerance.get("atol", 0.0), "resumes": comparison.get("resumes", {})}
+    coverage = d.get("coverage")  # {}: to_json's word for no coverage
+    read |= {"negative": comparison.get("no_rng_resume"), "coverage": None if coverage == {} else coverage}
+    # A document that leaves out its header's error or command (a hand-made one) reads as completed, of no command,
+    # as it always has.
+    return {"error": None, "train_cmd": "", **d, **read}
 
 
 def ran(t: Trajectory) -> TrajectoryRecord:
@@ -318,7 +302,7 @@ def ran(t: Trajectory) -> TrajectoryRecord:
         exit_code=t.outcome.exit_code,
         wall_seconds=t.outcome.seconds,
         checkpoint_sha256=checkpoint.sha256 if checkpoint else None,
-        checkpoint_files=tuple(f.entry() for f in checkpoint.files) if checkpoint else (),
+        checkpoint_files=checkpoint.files if checkpoint else (),
         log=str(t.log),
         error=t.outcome.error,
         ran_on=t.outcome.placement,

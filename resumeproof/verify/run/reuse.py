@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from resumeproof.common import observation
+from resumeproof.common import codec, observation
 from resumeproof.common.errors import ResumeproofError
 from resumeproof.common.observation import SUFFIX
 from resumeproof.verify.run.launch import Launch, Placement
@@ -156,5 +156,6 @@ def _copy(previous: Previous, t: Trajectory, output: Path) -> None:
     except OSError as err:
         raise TrajectoryError(f"copying its run from {previous.root}: {err}") from None
     ran = previous.runs[t.name]
-    t.outcome.exit_code, t.outcome.placement = ran.get("exit_code"), Placement.from_json(ran.get("ran_on"))
+    t.outcome.exit_code = ran.get("exit_code")
+    t.outcome.placement = codec.decode(Placement | None, ran.get("ran_on"), "ran_on")
     t.outcome.reused_from = previous.root

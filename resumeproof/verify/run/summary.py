@@ -36,7 +36,7 @@ class Summary:
             step=document.get(protocol.STEP, 0),
             history=document.get(protocol.HISTORY, []),
             state=document.get(protocol.STATE),
-            next=document.get(protocol.NEXT) or {},
+            next=document.get(protocol.NEXT, {}),
             eval=document.get(protocol.EVAL),
             meta=meta if isinstance(meta, dict) else {},
         )

@@ -11,7 +11,6 @@ else.
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from resumeproof.common import fingerprint, weights_only
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
@@ -48,17 +47,6 @@ class Vetted:
         for f in self.files:
             kinds[f.kind] = kinds.get(f.kind, 0) + 1
         return ", ".join(f"{n} {kind}" for kind, n in kinds.items())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "verdict": str(self.verdict),
-            "kind": self.kind,
-            "tensors": self.tensors,
-            "sidecar": self.sidecar,
-            "reason": self.reason,
-            "files": [f.entry() for f in self.files],
-        }
 
 
 def vet(path: Path, allow: Allowances = NONE_ALLOWED, advise: bool = True) -> Vetted:

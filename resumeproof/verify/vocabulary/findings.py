@@ -2,16 +2,18 @@
 resume and each fault lands from the continuous run, whether the trainer repeats itself, what was tried.
 
 Every check carries its identity (`CheckId`: kind, trajectory, part) and its own diagnosis, so that no
-reader ever finds a check by its wording. Each object reads back from verification.json, this version's or
-an older one (docs/verification-json.md): a check written before checks carried their identity reads as
-`CheckKind.LEGACY`.
+reader ever finds a check by its wording. Each object is written to verification.json and read back from it by
+common/codec.py, field by field, from this version's document or an older one (docs/verification-json.md): a check
+written before checks carried their identity reads as `CheckKind.LEGACY` (`_check_without_kind`), a diagnosis
+written before its parts were listed reads them from `lost` (`_diagnosis_without_parts`).
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from resumeproof.common import codec
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.verify.vocabulary.band import Band
 
@@ -38,11 +40,20 @@ class FaultStatus(StrEnum):
     NOT_APPLICABLE = NOT_APPLICABLE
 
 
+def _diagnosis_without_parts(d: dict[str, Any]) -> dict[str, Any]:
+    """A diagnosis written before its parts were listed: the names joined in `lost`, its evidence perhaps missing."""
+    if "parts" in d or not isinstance(d.get("lost"), str):
+        return d
+    parts = [] if d["lost"] in (UNKNOWN, "random state") else [p.strip() for p in d["lost"].split(",")]
+    return {"step": None, **d, "evidence": d.get("evidence") or "", "parts": parts}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Diagnosis:
     """Why a run differs from the continuous one: the parts the evidence points to, or none (unknown)."""
 
-    lost: tuple[str, ...]  # part names; () when the evidence points to no part
+    # part names; () when the evidence points to no part. Written as `parts`, beside `lost`: the names a reader reads
+    lost: tuple[str, ...] = field(metadata=codec.field(key="parts"))
     rule: str  # which rule decided it (docs/checks.md)
     step: int | None  # the first update where the runs differ
     evidence: str  # the differences that decided it, by path
@@ -74,36 +85,22 @@ class Diagnosis:
         where = f" from update {self.step}" if self.step else ""
         return f"{self.head}{where}: {self.explanation}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "lost": self.named,
-            "parts": list(self.lost),
-            "rule": self.rule,
-            "step": self.step,
-            "evidence": self.evidence,
-            "explanation": self.explanation,
-        }
+    json_older = staticmethod(_diagnosis_without_parts)
 
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> "Diagnosis | None":
-        if d is None:
-            return None
-        parts = d.get("parts")
-        if parts is None:  # before parts were listed: the names joined in `lost`
-            parts = [] if d["lost"] in (UNKNOWN, "random state") else [p.strip() for p in d["lost"].split(",")]
-        return cls(
-            lost=tuple(parts),
-            rule=d["rule"],
-            step=d.get("step"),
-            evidence=d.get("evidence") or "",
-            explanation=d["explanation"],
-        )
+    def json_extra(self, written: dict[str, Any]) -> dict[str, Any]:
+        """`lost` first, the parts as a reader reads them (joined, or "unknown"); read back, `parts` is read."""
+        return {"lost": self.named, **written}
+
+
+def _check_without_kind(d: dict[str, Any]) -> dict[str, Any]:
+    """A check written before checks carried their identity: `CheckKind.LEGACY`, its comparison kept."""
+    return d if "kind" in d else {**d, "kind": str(CheckKind.LEGACY)}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Check:
-    id: CheckId
     name: str  # what a person reads; never what a program matches
+    id: CheckId = field(metadata=codec.field(inline=True))  # written as its kind, trajectory and part
     passed: bool
     max_abs_diff: float | None = None
     first_mismatch: str | None = None
@@ -113,41 +110,11 @@ class Check:
     first_update: int | None = None  # the first update where it differs from what it is held against, where known
     not_applicable: str | None = None  # why it could claim nothing ("the script never called X"); it then passes
 
+    json_older = staticmethod(_check_without_kind)
+
     def __post_init__(self) -> None:
         if self.not_applicable is not None and not self.passed:
             raise ValueError(f"{self.name}: a check that is not applicable cannot fail")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": str(self.id.kind),
-            "trajectory": self.id.trajectory,
-            "part": self.id.part,
-            "passed": self.passed,
-            "max_abs_diff": self.max_abs_diff,
-            "first_mismatch": self.first_mismatch,
-            "detail": self.detail,
-            "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
-            "resumed_at": self.resumed_at,
-            "first_update": self.first_update,
-            "not_applicable": self.not_applicable,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Check":
-        kind = CheckKind(d["kind"]) if "kind" in d else CheckKind.LEGACY
-        return cls(
-            id=CheckId(kind=kind, trajectory=d.get("trajectory"), part=d.get("part")),
-            name=d["name"],
-            passed=d["passed"],
-            max_abs_diff=d.get("max_abs_diff"),
-            first_mismatch=d.get("first_mismatch"),
-            detail=d.get("detail"),
-            diagnosis=Diagnosis.from_json(d.get("diagnosis")),
-            resumed_at=d.get("resumed_at"),
-            first_update=d.get("first_update"),
-            not_applicable=d.get("not_applicable"),
-        )
 
 
 def diagnosed(checks: Iterable[Check]) -> list[Check]:
@@ -167,26 +134,8 @@ class Resume:
     mismatches: int
     first_mismatch: str | None
     diagnosis: Diagnosis | None
-    identical_to_full_resume: bool | None = None  # for a run that must diverge: it changed nothing at all
-
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "verdict": self.verdict,
-            "max_state_deviation": self.max_state_deviation,
-            "max_deviation": self.max_deviation,
-            "final_mse": self.final_mse,
-            "mse_deviation": self.mse_deviation,
-            "mismatches": self.mismatches,
-            "first_mismatch": self.first_mismatch,
-            "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
-        }
-        if self.identical_to_full_resume is not None:
-            out["identical_to_full_resume"] = self.identical_to_full_resume
-        return out
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Resume":
-        return cls(**{**d, "diagnosis": Diagnosis.from_json(d.get("diagnosis"))})
+    # for a run that must diverge: it changed nothing at all (written only for such a run)
+    identical_to_full_resume: bool | None = field(default=None, metadata=codec.field(omit=True))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -194,6 +143,7 @@ class Fault:
     """A resume without one part: it must diverge, and the checks that caught it say where it shows; or, where the
     script never called the restore it blocks, it is not applicable (`not_applicable` says which call)."""
 
+    not_applicable: str | None = None  # "the script never called X": it blocked nothing, so it could show nothing
     detected: bool
     cause: str
     caught_by: tuple[str, ...]
@@ -202,7 +152,6 @@ class Fault:
     mismatches: int
     diagnosis: Diagnosis | None
     identical_to_full_resume: bool
-    not_applicable: str | None = None  # "the script never called X": it blocked nothing, so it could show nothing
 
     def __post_init__(self) -> None:
         if self.not_applicable is not None and (self.detected or self.diagnosis is not None):
@@ -214,26 +163,9 @@ class Fault:
             return FaultStatus.NOT_APPLICABLE
         return FaultStatus.CAUGHT if self.detected else FaultStatus.NOT_CAUGHT
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": str(self.status),  # written for a reader: read back, it is computed again
-            "not_applicable": self.not_applicable,
-            "detected": self.detected,
-            "cause": self.cause,
-            "caught_by": list(self.caught_by),
-            "first_mismatch": self.first_mismatch,
-            "max_deviation": self.max_deviation,
-            "mismatches": self.mismatches,
-            "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
-            "identical_to_full_resume": self.identical_to_full_resume,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Fault":
-        given = {key: value for key, value in d.items() if key != "status"}
-        return cls(
-            **{**given, "caught_by": tuple(d["caught_by"]), "diagnosis": Diagnosis.from_json(d.get("diagnosis"))}
-        )
+    def json_extra(self, written: dict[str, Any]) -> dict[str, Any]:
+        """`status` first, written for a reader: read back, it is computed again."""
+        return {"status": str(self.status), **written}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,21 +176,6 @@ class Coverage:
     epoch_boundaries: tuple[int, ...] | None = None
     untried_boundaries: tuple[int, ...] | None = None
     why_unknown: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "epoch_rows": self.epoch_rows,
-            "epoch_boundaries": _listed(self.epoch_boundaries),
-            "untried_boundaries": _listed(self.untried_boundaries),
-            "why_unknown": self.why_unknown,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> "Coverage | None":
-        if not d:
-            return None
-        tupled = {k: None if d.get(k) is None else tuple(d[k]) for k in ("epoch_boundaries", "untried_boundaries")}
-        return cls(epoch_rows=d.get("epoch_rows"), why_unknown=d.get("why_unknown"), **tupled)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,33 +189,13 @@ class Determinism:
     first_mismatch: str | None = None  # its path
     detail: str | None = None  # how the non-determinism was found
     # Where it differs from itself and is judged by the two tiers: the spread its repeats measured
-    # (verify/judge/spread.py)
-    spread: Band | None = None
+    # (verify/judge/spread.py), written in its own shape (band.py)
+    spread: Band | None = field(default=None, metadata=codec.field(encode=Band.to_json, decode=Band.from_json))
 
     @property
     def within_spread(self) -> bool:
         """Not deterministic, and judged by its restore and its measured spread rather than failed for it."""
         return self.deterministic is False and self.spread is not None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "repeated": self.repeated,
-            "deterministic": self.deterministic,
-            "first_step": self.first_step,
-            "first_mismatch": self.first_mismatch,
-            "detail": self.detail,
-            "spread": self.spread.to_json() if self.spread else None,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> "Determinism":
-        if not d:
-            return cls(repeated=False, deterministic=None)
-        return cls(**{**d, "spread": Band.from_json(d.get("spread"))})
-
-
-def _listed(points: tuple[int, ...] | None) -> list[int] | None:
-    return None if points is None else list(points)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,6 +3,7 @@ verifications, its sentence built once and said alike by the terminal, Markdown,
 pytest plugin."""
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from rich.console import Console
 
 from resumeproof.common.protocol import CheckId, CheckKind
 from resumeproof.pytest_plugin import Outcome
-from resumeproof.verify.chaos.result import ChaosResult
+from resumeproof.verify.chaos.result import ChaosResult, Kill
 from resumeproof.verify.report import junit, markdown, terminal
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import SHOWN, failure
@@ -168,7 +169,7 @@ CASES = {
     "within spread, outside the band": (
         failing(
             resumed(lost(rule="outside-spread"), first_mismatch="history[6].loss", first_update=7),
-            determinism=Determinism(**{**not_deterministic().to_json(), "spread": BAND}),
+            determinism=replace(not_deterministic(), spread=BAND),
         ),
         "FAILED: not deterministic (differs from itself from update 2 (history[1].loss)), so judged by its restore and "
         "its measured spread; failed: resumed (from step 5) leaves its measured run-to-run spread from update 7 "
@@ -265,7 +266,7 @@ def test_a_failed_chaos_run_says_which_of_its_claims_does_not_hold():
     result = ChaosResult(
         checks=checks,
         first_mismatch="history[3].loss",
-        kills=({"signal": "SIGKILL", "phase": "step"},),
+        kills=(Kill(signal="SIGKILL", phase="step", step=3),),
         trainer_starts=2,
         replayed_steps=1,
         broken_log_lines=0,

@@ -14,9 +14,10 @@ import signal
 import socket
 import subprocess
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 CANNOT_START = 127  # the shell's exit status for a command it cannot find
 SLURM_NODE = "SLURMD_NODENAME"  # Slurm's name of the node a job's task runs on: need not be its host name
@@ -123,7 +124,8 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-class Start(NamedTuple):
+@dataclass(frozen=True)
+class Start:
     """One start of a job's command: the machine's host name, its CUDA_VISIBLE_DEVICES, Slurm's name of the node and
     restart count, and the pids of earlier starts' commands still running then (comma-separated; empty: none)."""
 

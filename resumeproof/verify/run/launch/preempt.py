@@ -18,7 +18,6 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from resumeproof.common import losslog, observation
 from resumeproof.verify.run.launch import job
@@ -52,31 +51,6 @@ class Preempted:
     stopped_by: str | None = None
     requeued_itself: bool = False
     resumed_from: tuple[int, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "how": self.how,
-            "signal": self.signal,
-            "at": self.at,
-            "job_id": self.job_id,
-            "delivered_after": self.delivered_after,
-            "state": self.state,
-            "restarts": self.restarts,
-            "exit_code": self.exit_code,
-            "starts": [start._asdict() for start in self.starts],
-            "holds": list(self.holds),
-            "stopped_after": self.stopped_after,
-            "stopped_by": self.stopped_by,
-            "requeued_itself": self.requeued_itself,
-            "resumed_from": list(self.resumed_from),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> "Preempted | None":
-        if not d:
-            return None
-        starts = tuple(job.Start(**start) for start in d["starts"])
-        return cls(**{**d, "starts": starts, "holds": tuple(d["holds"]), "resumed_from": tuple(d["resumed_from"])})
 
 
 class Preempter:

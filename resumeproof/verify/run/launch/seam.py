@@ -4,7 +4,7 @@ import re
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from resumeproof.common.errors import ResumeproofError
 
@@ -93,20 +93,6 @@ class Placement:
     devices: str | None  # CUDA_VISIBLE_DEVICES as the command saw it (None: not set)
     # The scheduler's name of the node(s): Slurm's (SLURMD_NODENAME, joined by commas), Ray's node id; None: local
     node: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "launcher": self.launcher,
-            "host": self.host,
-            "job_id": self.job_id,
-            "attempts": self.attempts,
-            "devices": self.devices,
-            "node": self.node,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any] | None) -> "Placement | None":
-        return cls(**d) if d else None
 
 
 @dataclass(frozen=True)

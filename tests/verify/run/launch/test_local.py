@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from resumeproof.common import codec
 from resumeproof.verify.run.launch import LaunchError
 from resumeproof.verify.run.launch.local import Local
 
@@ -15,7 +16,7 @@ def test_a_local_process_records_this_host_one_attempt_no_job_and_the_devices_it
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "1"}
     ran = Local().launch([sys.executable, "-c", "print('trained'); raise SystemExit(4)"], log, 60, env)
     assert ran.exit_code == 4 and "trained" in log.read_text()
-    assert ran.placement.to_json() == {
+    assert codec.encode(ran.placement) == {
         "launcher": "local",
         "host": socket.gethostname(),
         "job_id": None,
