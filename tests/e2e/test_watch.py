@@ -7,6 +7,7 @@ import json
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,52 @@ def test_the_exported_environment_watches_a_command_another_launcher_starts(tmp_
 def test_what_cannot_be_watched_is_refused_in_one_line(tmp_path, args, said):
     done = subprocess.run([*WATCH, *args], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr
+
+
+DROPPED_OPTIMIZER = ("--sigterm-drops", "optimizer")
+
+
+def _until(condition, what: str, within: float = 120.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {within:g} s"
+        time.sleep(0.2)
+
+
+@pytest.mark.xdist_group("slurm")  # one worker, one cluster (tests/kit/test_requeue.py's)
+@pytest.mark.parametrize(
+    ("flags", "status"), [((), watching.EXACT), (("--sigterm-drops", "optimizer"), watching.DIFFERS)]
+)
+def test_a_job_requeued_by_the_real_slurm_is_audited_on_its_restart_with_its_job_and_restart_count(
+    slurm_cluster, tmp_path, flags, status
+):
+    """The batch script a user writes, the watch's exports first: `scontrol requeue` stops the job (SIGTERM: the loop
+    saves), Slurm starts it again (SLURM_RESTART_COUNT=1), and the restart is judged: exact, or the optimizer the
+    SIGTERM path drops named; never a false alarm on the exact one."""
+    run, watch_folder = tmp_path / "run", tmp_path / "watch"
+    train = [sys.executable, "-B", str(TRAINER), "--out", str(run), "--steps", "40", "--pace", "0.2", *flags]
+    script = tmp_path / "job.sh"
+    script.write_text(
+        "#!/bin/bash\n#SBATCH --requeue\n"
+        f"#SBATCH --output={tmp_path}/job-%j.out\n#SBATCH --open-mode=append\n"
+        f'eval "$({shlex.join(WATCH)} --run {shlex.quote(str(watch_folder))} --env)"\n'
+        f"srun {shlex.join(train)}\n"
+    )
+    job_id = slurm_cluster.command("sbatch", "--parsable", str(script)).strip()
+    _until(lambda: (run / "loss.txt").is_file() and len((run / "loss.txt").read_text().splitlines()) >= 5, "update 5")
+    slurm_cluster.command("scontrol", "requeue", job_id)
+
+    def checked() -> bool:  # the hold Slurm puts on a requeued job (its BeginTime) released once it is pending
+        state = slurm_cluster.command("squeue", "-h", "-j", job_id, "-o", "%T").strip()
+        if state == "PENDING":
+            slurm_cluster.command("scontrol", "update", f"JobId={job_id}", "StartTime=now")
+        return (watch_folder / watching.RESUMES).is_file()
+
+    _until(checked, "the restart's check")
+    slurm_cluster.command("scancel", job_id)  # the restart's check is what is tested: the rest of the run is not
+    (restart,) = restarts(tmp_path)
+    assert restart.status == status, (tmp_path / f"job-{job_id}.out").read_text()
+    assert (restart.process["job"], restart.process["restart"]) == (job_id, "1")
+    assert restart.saved_by["job"] == job_id and restart.saved_by["restart"] is None
+    if status == watching.DIFFERS:
+        assert restart.differences[0]["part"] == "optimizer"

@@ -5,7 +5,8 @@ the end of the update in progress, then exits: the preemption path.
 Each batch is drawn from torch's global generator before the forward pass, and dropout draws during it: a restore
 must set the generator, and the run draws from it again before its first update. `--sigterm-drops PART` is the bug
 CI never sees: a resume from a checkpoint the SIGTERM handler wrote leaves PART (optimizer, scheduler, rng) as
-built. `--die-after M` SIGKILLs itself after update M; `--term-after M` SIGTERMs itself after update M.
+built. `--die-after M` SIGKILLs itself after update M; `--term-after M` SIGTERMs itself after update M; `--pace S`
+sleeps S seconds after each update (a job a test preempts).
 
     python -B watched_loop.py --out DIR --steps 12 --every 2 [--sigterm-drops optimizer] [--term-after 5]
 """
@@ -13,6 +14,7 @@ built. `--die-after M` SIGKILLs itself after update M; `--term-after M` SIGTERMs
 import argparse
 import os
 import signal
+import time
 from pathlib import Path
 
 import torch
@@ -25,6 +27,7 @@ parser.add_argument("--sigterm-drops", choices=("optimizer", "scheduler", "rng")
 parser.add_argument("--die-after", type=int)
 parser.add_argument("--term-after", type=int)
 parser.add_argument("--width", type=int, default=16)
+parser.add_argument("--pace", type=float, default=0.0, help="seconds slept after each update (a job to preempt)")
 args = parser.parse_args()
 args.out.mkdir(parents=True, exist_ok=True)
 checkpoint = args.out / "ckpt.pt"
@@ -79,6 +82,7 @@ while step < args.steps:
     step += 1
     with (args.out / "loss.txt").open("a") as log:
         log.write(f"{step} {loss.item():.17g}\n")
+    time.sleep(args.pace)
     if stopping:
         save(by_signal=True)
         raise SystemExit(0)
