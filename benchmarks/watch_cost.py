@@ -116,7 +116,9 @@ def main(layers: int, width: int, updates: int, saves: int, every: int, repeats:
     for side in SIDES:
         m = median[side]
         restart = f"a restart's first update {m['first']:.3f} s"
-        print(f"  {side:<10} update {m['update']:.3f} s ({m['update_cpu']:.3f} CPU)   save {m['save']:.3f} s   {restart}")
+        print(
+            f"  {side:<10} update {m['update']:.3f} s ({m['update_cpu']:.3f} CPU)   save {m['save']:.3f} s   {restart}"
+        )
     plain, watched = median["unwatched"], median["watched"]
     for clock, suffix in (("wall", ""), ("CPU", "_cpu")):
         per_save = watched["save" + suffix] - plain["save" + suffix]
