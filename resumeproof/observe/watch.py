@@ -165,7 +165,8 @@ class Watch:
         name, digest, path = self.loaded[-1]
         also = [n for n, _, _ in self.loaded[:-1]]
         note = f"also loaded {', '.join(also)}" if also else None
-        base = {"time": _now(), "checkpoint": name, "digest": digest, "process": _process(self.rank), "note": note}
+        base: dict[str, Any] = {"time": _now(), "checkpoint": name, "digest": digest, "process": _process(self.rank)}
+        base["note"] = note
         try:
             record = json.loads(path.read_text())
             saved = record["state"]
@@ -175,6 +176,11 @@ class Watch:
             return w.Restart(status=w.UNJUDGED, **{**base, "note": f"its record {path.name} is unreadable ({err})"})
         if record.get("fingerprint", {}).get("cpu") != self.o.f.ALGORITHMS["cpu"]:
             return w.Restart(status=w.UNJUDGED, **{**base, "note": "its record was made with other fingerprints"})
+        saver = base["saved_by"].get("rank")
+        if saver != self.rank and w.GENERATORS in saved:  # another rank's generators are not this one's
+            saved = {key: held for key, held in saved.items() if key != w.GENERATORS}
+            said = f"its generators not judged: rank {saver} saved alone"
+            base["note"] = f"{base['note']}; {said}" if base["note"] else said
         restores = [r for r in self.o.restores if r["before"] == 1]
         found = w.compare(saved, now, restores)  # the generators as the first forward pass found them
         differences = [{"part": d.part, "how": d.how} for d in found]

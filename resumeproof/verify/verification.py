@@ -89,8 +89,7 @@ def _trainer_result(s: Settings, ran: list[Trajectory], found: "Evaluated | None
 def _script_result(s: Settings, ran: list[Trajectory], found: "Evaluated | None", error: str | None) -> Verification:
     from resumeproof.verify.report import assembled
 
-    assert found is None, "a script's rounds judge nothing: its records are judged once they all ran"
-    return assembled.of_script(s, ran, error)
+    return assembled.of_script(s, ran, found, error)
 
 
 TRAINER = Way(

@@ -115,6 +115,28 @@ def test_a_checkpoint_whose_record_is_torn_or_missing_is_not_judged_never_passed
     assert report(run).returncode == 0
 
 
+DDP = Path(__file__).resolve().parents[1] / "trainers" / "watched_ddp.py"
+
+
+@pytest.mark.parametrize("bug", [False, True], ids=["every-rank-restores", "rank-1-skips-the-optimizer"])
+def test_under_torchrun_each_rank_restart_is_judged_against_the_checkpoint_rank_0_saved(tmp_path, bug):
+    """Rank 0 saves alone; every rank loads. Each rank's restore is judged and said apart; rank 0's record holds
+    rank 0's generators, which no other rank's are held to (said, never a false alarm)."""
+    run = tmp_path / "run"
+    torchrun = [sys.executable, "-B", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    argv = [*WATCH, "--run", str(run / "watch"), "--", *torchrun, str(DDP), "--out", str(run)]
+    argv += ["--rank0-only-optimizer"] if bug else []
+    for _ in range(2):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stderr
+    by_rank = {r.process["rank"]: r for r in restarts(run)}
+    assert sorted(by_rank) == [0, 1] and by_rank[0].status == watching.EXACT
+    assert by_rank[1].note == "its generators not judged: rank 0 saved alone"
+    assert by_rank[1].status == (watching.DIFFERS if bug else watching.EXACT)
+    if bug:
+        assert [d["part"] for d in by_rank[1].differences] == ["optimizer"]
+
+
 def test_a_file_the_run_did_not_save_is_no_restart_and_a_fresh_start_writes_no_line(tmp_path):
     """Weights loaded at the start of a fresh run (a pretrained file) were never saved by it: nothing to judge."""
     run = tmp_path / "run"

@@ -6,7 +6,8 @@ asks for the repeat; a resume whose cause is unknown, once the repeat showed the
 probes (a resume without one candidate part each); a trainer that differs from itself for its other repeats and a
 resume of 0 updates beside each resume (the two tiers); a negative control that changed nothing for the seeded run.
 Each is evidence: one that fails is none, never the verification's error. A script (`--observe`) asks once: where
-its continuous run and its repeat differ, the other repeats that measure its spread, which must run.
+its continuous run and its repeat differ, the other repeats that measure its spread, which must run; then its
+records are judged (judge/records/script.py). This module is the judge's one entry: the pipeline asks it alone.
 """
 
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from resumeproof.common import observation, protocol
 from resumeproof.common.protocol import CONTINUOUS, FLAT, REPEAT, REPEATS, RESUMED
 from resumeproof.verify.judge.records import exact
+from resumeproof.verify.judge.records import script as script_judge
 from resumeproof.verify.judge.records.first_update import repeatable
 from resumeproof.verify.judge.summaries import evidence
 from resumeproof.verify.judge.summaries.diagnosis import Context
@@ -38,7 +40,7 @@ class Asked:
 
     trajectories: list[Trajectory]  # none: the runs so far are all the verdict needs
     evidence: bool = False  # one that fails is no evidence, never the verification's error
-    evaluated: Evaluated | None = None  # a protocol trainer's evaluation of the runs so far
+    evaluated: Evaluated | None = None  # the judge's evaluation of the runs so far
 
 
 def of_trainer(s: Settings, trajectories: list[Trajectory]) -> Asked:
@@ -54,18 +56,16 @@ def of_trainer(s: Settings, trajectories: list[Trajectory]) -> Asked:
 
 
 def of_script(s: Settings, trajectories: Sequence[Trajectory]) -> Asked:
-    """A script whose continuous run and repeat differ (within --atol) asks for its other repeats: its spread."""
+    """A script whose continuous run and repeat differ (within --atol) asks for its other repeats: its spread. Once
+    nothing more is asked, its records are judged, where they compare (made with the same fingerprints)."""
+    records = script_judge.read(s, trajectories)
     names = {t.name for t in trajectories}
-    if s.require_deterministic or REPEATS[1] in names:
-        return Asked([])
-    read = {
-        t.name: observation.read_all(t.observe.record)
-        for t in trajectories
-        if t.observe and t.name in (CONTINUOUS, REPEAT)
-    }
-    if exact.determinism(read[CONTINUOUS], read[REPEAT], s.atol)[0].deterministic is not False:
-        return Asked([])
-    return Asked([script_plan.reference(s, name) for name in REPEATS[1:]])
+    asks = not s.require_deterministic and REPEATS[1] not in names
+    if asks and exact.determinism(records[CONTINUOUS], records[REPEAT], s.atol)[0].deterministic is False:
+        return Asked([script_plan.reference(s, name) for name in REPEATS[1:]])
+    if observation.incomparable(seen for ranks in records.values() for seen in ranks.values()):
+        return Asked([])  # the result says why (report/assembled.py): nothing is judged
+    return Asked([], evaluated=script_judge.evaluate(s, trajectories, records))
 
 
 def summaries_of(trajectories: Sequence[Trajectory]) -> dict[str, Summary]:

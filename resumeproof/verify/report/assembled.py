@@ -8,11 +8,9 @@ evaluation of its last round; a script's (`--observe`): the verifier's environme
 """
 
 from dataclasses import replace
-from pathlib import Path
 
 from resumeproof.common import observation, protocol
 from resumeproof.common.protocol import CONTINUOUS, CheckKind
-from resumeproof.verify.judge import preemption
 from resumeproof.verify.judge.asked import summaries_of
 from resumeproof.verify.judge.records import applies
 from resumeproof.verify.judge.records import script as script_judge
@@ -50,11 +48,12 @@ def of_trainer(
     return result
 
 
-def of_script(s: Settings, trajectories: list[Trajectory], error: str | None) -> Verification:
-    """A script's result: its records judged where they compare (made with the same fingerprints) and no resume
-    wrote its input."""
-    records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
-    records |= _courses(s, trajectories, records)
+def of_script(
+    s: Settings, trajectories: list[Trajectory], evaluated: Evaluated | None, error: str | None
+) -> Verification:
+    """A script's result: the judge's evaluation of its records, where they compare (made with the same
+    fingerprints) and no resume wrote its input."""
+    records = script_judge.read(s, trajectories)
     written = {t.name: said for t in trajectories if t.outcome.left and (said := inputs.changed([t.outcome.left]))}
     error = next(iter(written.values()), None) or error  # a resume wrote its input: the likely cause of any failure
     if error is None:  # digests compare only between records made with the same fingerprints
@@ -64,7 +63,8 @@ def of_script(s: Settings, trajectories: list[Trajectory], error: str | None) ->
     # The verifier's environment: the trainer writes no meta to read its own from.
     result = Verification.asked(s, observation.FORMAT, environment.of({}), ran_as, error)
     if error is None:
-        result = result.judged(script_judge.evaluate(s, trajectories, records))
+        assert evaluated is not None, "records that compare are judged in the last round (judge/asked.py)"
+        result = result.judged(evaluated)
         result.continuous_made = applies.overran(records[CONTINUOUS], s.steps)
     return result
 
@@ -98,19 +98,6 @@ def _torch_load_all(trajectories: list[Trajectory]) -> str | None:
                 ran.error = f"{t.name}: {err}"
                 return ran.error
     return None
-
-
-def _courses(s: Settings, trajectories: list[Trajectory], records: script_judge.Records) -> script_judge.Records:
-    """A preempted job's course read off its records (verify/judge/preemption.py), kept with the job's record; its
-    restart's records, by their own name."""
-    restarts: dict[str, script_judge.Observed] = {}
-    for t in trajectories:
-        if t.outcome.preempted is not None and t.observe is not None and t.name in records:
-            base = observation.restarted(str(t.observe.record), {observation.RESTART_ENV: "1"})
-            restart = observation.read_all(Path(base))
-            t.outcome.preempted = preemption.course(t.outcome.preempted, records[t.name], restart or None, s.steps)
-            restarts |= {preemption.RESTART: restart} if restart else {}
-    return restarts
 
 
 def _record(

@@ -11,8 +11,10 @@ spread its repeats measured.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TypeVar
 
+from resumeproof.common import observation
 from resumeproof.common.protocol import CONTINUOUS, PREEMPTED, REPEAT, REPEATS, CheckKind
 from resumeproof.verify.judge import preemption
 from resumeproof.verify.judge.records import exact, first_update, tiers
@@ -25,6 +27,20 @@ from resumeproof.verify.vocabulary.findings import Check, Determinism, Evaluated
 
 Records = Mapping[str, Observed]  # trajectory -> its records
 Entry = TypeVar("Entry", Resume, Fault)
+
+
+def read(s: Settings, trajectories: Sequence[Trajectory]) -> dict[str, Observed]:
+    """Every trajectory's records, and a preempted job's course read off them (verify/judge/preemption.py), kept in
+    its outcome; its restart's records under their own name. Read again, they say the same."""
+    records = {t.name: observation.read_all(t.observe.record) for t in trajectories if t.observe}
+    for t in trajectories:
+        p = t.outcome.preempted
+        if p is not None and t.observe is not None and t.name in records:
+            base = observation.restarted(str(t.observe.record), {observation.RESTART_ENV: "1"})
+            restart = observation.read_all(Path(base))
+            t.outcome.preempted = preemption.course(p, records[t.name], restart or None, s.steps)
+            records |= {preemption.RESTART: restart} if restart else {}
+    return records
 
 
 def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) -> Evaluated:
