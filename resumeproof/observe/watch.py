@@ -16,6 +16,7 @@ Like the observer, it never raises into the trainer: a failure is said on stderr
 
 from __future__ import annotations
 
+import atexit
 import datetime
 import hashlib
 import io
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from resumeproof.observe.observer import Observer
 
 CHUNK = 1 << 23  # bytes read at once while a file is fingerprinted
+NO_RECORD = "no record of this file: saved before the run was watched, or its process ended before the record"
 try:  # the observer's own optional import: xxh3 where it imports, else sha256
     import xxhash
 
@@ -50,6 +52,7 @@ class Watch:
         self.checked = False
         self.base = 0  # the updates the run had made before this start: those of the checkpoint it resumed from
         self.cached: tuple[int, dict[str, Any]] | None = None  # the state at one update: several files, one state
+        self.set_to: list[dict[str, str]] = []  # every generator's state after each restore or seed before update 1
         self.initial = o.generators()  # what "drawn from" is told against: the states before the trainer ran
         self.off: str | None = None  # why it stopped watching, once something failed
 
@@ -113,6 +116,14 @@ class Watch:
 
     # -- a restart -----------------------------------------------------------------------------------------------
 
+    def restored(self) -> None:
+        """After a generator restore or seed before the first update: every generator's state, by the names a save
+        records them under. A restore through one object (the kit's `Generators`) sets a process-wide generator that
+        a save records among the global ones."""
+        if self.o.update == 1 and not self.o.stepped:
+            found = self.o.generators().items()
+            self.set_to += [{"group": g, "generator": n, "digest": d} for g, states in found for n, d in states.items()]
+
     def loading(self, source: Any) -> None:
         """Before `torch.load(source)` in a process that has not stepped yet: a file the run saved is resumed from."""
         if self.o.update > 1 or self.o.stepped:
@@ -136,24 +147,48 @@ class Watch:
         if self.w.MODEL not in forward or self.w.OPTIMIZER not in step:  # a closure: its forward pass is to come
             return
         self.checked = True
-        restart = self.judged({**forward, **step}) if self.loaded else self.unrecorded_restart()
+        restart = self.judged({**forward, **step}) if self.loaded else self.unrecorded_restart(NO_RECORD)
         if restart is None:
             return
         self.base = restart.saved_update or 0
-        self.w.append_line(self.run / self.w.RESUMES, restart.to_json())
-        print(restart.line(), file=sys.stderr, flush=True)
+        self.say(restart)
         if restart.stopped:
             sys.stdout.flush()
             os._exit(self.w.STOP_EXIT)  # before the step: nothing is trained, nothing saved over a good checkpoint
 
-    def unrecorded_restart(self) -> Any:
+    def ended(self) -> None:
+        """At exit, a restart that made no update (its run already at its end, or stopped before one): said, not
+        judged, so that every start that loaded a checkpoint has its line."""
+        if self.checked or not (self.loaded or self.unrecorded):
+            return
+        self.checked = True
+        said = "it ended before its first update: nothing to hold against the record"
+        if self.loaded:
+            name, digest, _ = self.loaded[-1]
+            restart = self.w.Restart(
+                time=_now(),
+                status=self.w.UNJUDGED,
+                checkpoint=name,
+                digest=digest,
+                process=_process(self.rank),
+                note=said,
+            )
+        else:
+            restart = self.unrecorded_restart(f"{NO_RECORD}; {said}")
+        if restart is not None:
+            self.say(restart)
+
+    def say(self, restart: Any) -> None:
+        self.w.append_line(self.run / self.w.RESUMES, restart.to_json())
+        print(restart.line(), file=sys.stderr, flush=True)
+
+    def unrecorded_restart(self, note: str) -> Any:
         """A start that loaded files none of which the run recorded: in a run that has saved under the watch, a
         checkpoint whose record is missing (its process ended between the save and the record); never judged, never
         passed over. Elsewhere, the first start of a run (a pretrained file): nothing to say."""
         if not any((self.run / self.w.SAVES).glob("*.json")):
             return None
         name, digest = self.unrecorded[-1]
-        note = "no record of this file: saved before the run was watched, or its process ended before the record"
         process = _process(self.rank)
         return self.w.Restart(
             time=_now(), status=self.w.UNJUDGED, checkpoint=name, digest=digest, process=process, note=note
@@ -171,6 +206,8 @@ class Watch:
             record = json.loads(path.read_text())
             saved = record["state"]
             base |= {"saved_update": record.get("update"), "saved_at": record.get("time")}
+            if not os.path.isabs(name):  # loaded from memory (the kit reads and checks the bytes first): the saved name
+                base["checkpoint"] = record.get("file") or name
             base["saved_by"] = record.get("process") or {}
         except (OSError, ValueError, KeyError, TypeError) as err:  # a record is evidence: unreadable, nothing judged
             return w.Restart(status=w.UNJUDGED, **{**base, "note": f"its record {path.name} is unreadable ({err})"})
@@ -181,8 +218,7 @@ class Watch:
             saved = {key: held for key, held in saved.items() if key != w.GENERATORS}
             said = f"its generators not judged: rank {saver} saved alone"
             base["note"] = f"{base['note']}; {said}" if base["note"] else said
-        restores = [r for r in self.o.restores if r["before"] == 1]
-        found = w.compare(saved, now, restores)  # the generators as the first forward pass found them
+        found = w.compare(saved, now, self.set_to)  # the generators as the first forward pass found them
         differences = [{"part": d.part, "how": d.how} for d in found]
         status = w.DIFFERS if found else w.EXACT
         return w.Restart(status=status, differences=differences, stopped=bool(found) and self.stop, **base)
@@ -270,5 +306,13 @@ def install(o: Observer, names: ModuleType, environ: dict[str, str] | Any) -> Wa
 
     torch.save = torch.serialization.save = saving
     torch.load = torch.serialization.load = loading
+    observed = o.restored
+
+    def restored(group: str, names_: Any, states: Any) -> None:  # the observer's, then the watch's snapshot
+        observed(group, names_, states)
+        watch.safely(watch.restored)
+
+    o.restored = restored  # type: ignore[method-assign,assignment]
     o.watch = watch
+    atexit.register(watch.safely, watch.ended)
     return watch

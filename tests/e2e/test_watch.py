@@ -115,6 +115,24 @@ def test_a_checkpoint_whose_record_is_torn_or_missing_is_not_judged_never_passed
     assert report(run).returncode == 0
 
 
+def test_a_long_run_under_chaos_is_watched_at_every_restart_and_never_falsely_alarmed(tmp_path):
+    """`resumeproof chaos` on the reference trainer (signals aimed inside its checkpoint writes, SIGKILLs, SIGTERM
+    stops, SIGUSR1 snapshots; `--resume auto` after each), every process watched: each restart is judged exact, or
+    unjudged where a kill landed between a save and its record, never differs; and the run lost nothing."""
+    chaos = [sys.executable, "-B", "-m", "resumeproof", "chaos", "--output", str(tmp_path / "chaos")]
+    chaos += ["--kills", "8", "--steps", "16", "--seed", "3"]
+    done = subprocess.run([*WATCH, "--run", str(tmp_path / "watch"), "--", *chaos], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = restarts(tmp_path)
+    assert [r for r in found if r.status == watching.DIFFERS] == []
+    starts = json.loads((tmp_path / "chaos" / "verification.json").read_text())["trainer_starts"]
+    # every restart audited (a SIGKILL before its first update aside: it left nothing to say), each exact but where
+    # there was nothing to judge
+    assert 2 <= len(found) <= starts - 1 and sum(r.status == watching.EXACT for r in found) >= 1
+    unjudged = [r.note for r in found if r.status != watching.EXACT]
+    assert all("no record" in note or "ended before its first update" in note for note in unjudged if note)
+
+
 DDP = Path(__file__).resolve().parents[1] / "trainers" / "watched_ddp.py"
 
 
@@ -135,6 +153,16 @@ def test_under_torchrun_each_rank_restart_is_judged_against_the_checkpoint_rank_
     assert by_rank[1].status == (watching.DIFFERS if bug else watching.EXACT)
     if bug:
         assert [d["part"] for d in by_rank[1].differences] == ["optimizer"]
+
+
+def test_a_restart_with_no_update_left_to_make_has_its_line_unjudged(tmp_path):
+    """A run already at its end, started again (a requeue after its last save): it loads the checkpoint and trains
+    nothing; there is no first update to hold the record against, and the line says so."""
+    run = tmp_path / "run"
+    assert watched(run).returncode == 0 and watched(run).returncode == 0
+    (restart,) = restarts(run)
+    assert restart.status == watching.UNJUDGED and "ended before its first update" in (restart.note or "")
+    assert report(run).returncode == 0
 
 
 def test_a_file_the_run_did_not_save_is_no_restart_and_a_fresh_start_writes_no_line(tmp_path):
