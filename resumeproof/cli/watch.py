@@ -70,9 +70,8 @@ def run_watch(
 def environment(base: os._Environ[str] | dict[str, str], run: Path, on_mismatch: str) -> dict[str, str]:
     """`base` with the observer's sitecustomize first on PYTHONPATH and the watch folder named (absolute: a
     launcher may start the run elsewhere)."""
-    path = [str(observation.SITE), *([base["PYTHONPATH"]] if base.get("PYTHONPATH") else [])]
     watched = {watching.WATCH_ENV: str(run.resolve()), watching.ON_MISMATCH_ENV: on_mismatch}
-    return {**base, "PYTHONPATH": os.pathsep.join(path), **watched}
+    return {**base, "PYTHONPATH": observation.site_first(base), **watched}
 
 
 def _report(run: Path, markdown: bool) -> int:

@@ -126,6 +126,12 @@ def blocks_asked(text: str | None) -> frozenset[str]:
     return frozenset(part.strip() for part in (text or "").split(",") if part.strip() in (RNG_SETTERS, *BLOCKABLE))
 
 
+def site_first(base: Any) -> str:
+    """`base`'s PYTHONPATH with the observer's sitecustomize first: what injects it into a process (and `resumeproof
+    watch`'s, common/watching.py)."""
+    return os.pathsep.join([str(SITE), *([base["PYTHONPATH"]] if base.get("PYTHONPATH") else [])])
+
+
 def environment(
     base: dict[str, str],
     record: Path,
@@ -137,9 +143,8 @@ def environment(
     """`base` with the observer injected: its sitecustomize first on PYTHONPATH, where to write, what to record
     (a set of updates, or UPDATES_ENV's text), and where asked, when to stop the process, what to block and whether
     to keep values."""
-    path = [str(SITE), *([base["PYTHONPATH"]] if base.get("PYTHONPATH") else [])]
     wanted = updates if isinstance(updates, str) else ",".join(str(n) for n in sorted(updates))
-    env = {**base, "PYTHONPATH": os.pathsep.join(path), OBSERVE_ENV: str(record), UPDATES_ENV: wanted}
+    env = {**base, "PYTHONPATH": site_first(base), OBSERVE_ENV: str(record), UPDATES_ENV: wanted}
     for inherited in (STOP_ENV, BLOCK_ENV, VALUES_ENV):  # never from the verifier's own environment
         env.pop(inherited, None)
     if values:

@@ -164,15 +164,7 @@ class Watch:
         self.checked = True
         said = "it ended before its first update: nothing to hold against the record"
         if self.loaded:
-            name, digest, _ = self.loaded[-1]
-            restart = self.w.Restart(
-                time=_now(),
-                status=self.w.UNJUDGED,
-                checkpoint=name,
-                digest=digest,
-                process=_process(self.rank),
-                note=said,
-            )
+            restart = self.unjudged(*self.loaded[-1][:2], said)
         else:
             restart = self.unrecorded_restart(f"{NO_RECORD}; {said}")
         if restart is not None:
@@ -188,7 +180,10 @@ class Watch:
         passed over. Elsewhere, the first start of a run (a pretrained file): nothing to say."""
         if not any((self.run / self.w.SAVES).glob("*.json")):
             return None
-        name, digest = self.unrecorded[-1]
+        return self.unjudged(*self.unrecorded[-1], note)
+
+    def unjudged(self, name: str, digest: str, note: str) -> Any:
+        """A restart's line with nothing judged, and why."""
         process = _process(self.rank)
         return self.w.Restart(
             time=_now(), status=self.w.UNJUDGED, checkpoint=name, digest=digest, process=process, note=note
