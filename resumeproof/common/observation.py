@@ -80,6 +80,11 @@ VALUED = ((STEP, OPTIMIZER), (AFTER, PARAMS))
 # The fingerprints a record's digests were made with, by where the tensor lived: {"cpu": "xxh3-128" or "sha256",
 # "device": "pk128/1"}. Digests compare only between records made with the same ones.
 FINGERPRINT, SOURCES = "fingerprint", "sources"
+# The process's environment (ENVIRONMENT), written with SOURCES: the interpreter, Python's and torch's versions, the
+# script (argv[0]) and the sha256 of each file of its code (the modules it loaded from its script's folder, by their
+# path from there, not the interpreter's own nor the observer's): what a resume by another checkout or another torch
+# changes (verify/judge/records/versions.py).
+ENVIRONMENT = "environment"
 
 
 def record_file(base: str | Path, rank: int | None) -> Path:
@@ -263,6 +268,27 @@ class Restore:
 
 
 @dataclass(frozen=True)
+class Environment:
+    """What ran a process: its interpreter, versions, script and code (ENVIRONMENT)."""
+
+    executable: str
+    python: str
+    torch: str
+    script: str  # the script's path, as argv[0] named it
+    code: dict[str, str]  # sha256 of each file of its code, by its path from the script's folder
+
+    @classmethod
+    def of(cls, held: Any) -> "Environment | None":
+        if not isinstance(held, dict):
+            return None
+        match [held.get(key) for key in ("executable", "python", "torch", "script", "code")]:
+            case [str(executable), str(python), str(torch), str(script), dict(code)]:
+                files = {str(path): str(digest) for path, digest in code.items()}
+                return cls(executable=executable, python=python, torch=torch, script=script, code=files)
+        return None
+
+
+@dataclass(frozen=True)
 class Observation:
     """One process's records, as read back by the verifier."""
 
@@ -276,6 +302,7 @@ class Observation:
     source: Path | None = None  # the record file it was read from
     iterators: tuple[int, ...] = ()  # the updates in progress when a new DataLoader iterator was made
     fingerprint: dict[str, str] | None = None  # FINGERPRINT: the algorithms its digests were made with
+    environment: Environment | None = None  # ENVIRONMENT: what ran it, where it wrote that (at its last write)
 
     def at(self, update: int) -> Recorded | None:
         return self.updates.get(update)
@@ -332,6 +359,7 @@ def read(path: Path) -> Observation | None:
         source=path,
         iterators=tuple(n for n in iterators if isinstance(n, int)) if isinstance(iterators, list) else (),
         fingerprint={str(k): str(v) for k, v in fingerprint.items()} if isinstance(fingerprint, dict) else None,
+        environment=Environment.of(document.get(ENVIRONMENT)),
     )
 
 

@@ -16,7 +16,7 @@ from resumeproof.common import fingerprint
 from resumeproof.common.errors import ResumeproofError
 
 PROTOCOL = "resume-protocol/1"
-REVISION = "1.5"  # the revision of docs/protocol.md this code implements; summaries keep PROTOCOL
+REVISION = "1.6"  # the revision of docs/protocol.md this code implements; summaries keep PROTOCOL
 CHECKPOINT, SUMMARY = "checkpoint.pt", "summary.json"
 COMPARED_KEYS = ("step", "history", "state", "next", "eval")  # everything except `meta`
 RECORD_KEYS = {"step": int, "rows": list, "lr": float, "loss": float}

@@ -12,9 +12,11 @@ It runs inside someone else's process: it never raises into it. A hook that fail
 why in the record file (`failed`), and the verifier judges the trainer without it.
 """
 
+import hashlib
 import json
 import math
 import os
+import platform
 import random
 import signal
 import sys
@@ -70,6 +72,7 @@ class Observer:
         self.averaged: weakref.WeakSet = weakref.WeakSet()  # EMA and SWA models: state no forward pass may show
         self.kit_generators: weakref.WeakSet = weakref.WeakSet()
         self.sources: dict[str, list[int] | None] = {}  # SOURCES: each file once, when a write first sees it
+        self.environment: Record | None = None  # ENVIRONMENT, found at the first last write
         self.watch: Any = None  # observe/watch.py under `resumeproof watch`: told once the first update's inputs are in
 
     # -- what is recorded ------------------------------------------------------------------------------------
@@ -336,7 +339,10 @@ class Observer:
             self.o.FINGERPRINT: self.f.ALGORITHMS,
         }
         if last:
-            document[self.o.SOURCES] = _sources(self.sources, Path(os.path.abspath(self.path)).parents[1])
+            outputs = Path(os.path.abspath(self.path)).parents[1]
+            document[self.o.SOURCES] = _sources(self.sources, outputs)
+            self.environment = self.environment or _environment(self.sources, outputs)
+            document[self.o.ENVIRONMENT] = self.environment
         temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         temporary.write_text(json.dumps({**document, "failed": self.failed}, allow_nan=True))
         os.replace(temporary, self.path)  # the verifier reads a whole document or none
@@ -356,6 +362,38 @@ def _sources(known: dict[str, list[int] | None], outputs: Path) -> dict[str, lis
             except OSError:  # a module from a zip or a script that deleted itself: nothing to re-stat, never reused
                 known[path] = None
     return known
+
+
+def _environment(sources: dict[str, list[int] | None], outputs: Path) -> Record:
+    """The interpreter, versions, script and code of the process (observation.ENVIRONMENT): the sha256 of each file
+    it loaded from its script's folder, but the interpreter's own (a virtual environment inside a checkout), the
+    observer's, and the verification's output."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    folder = os.path.join(_root(script), "") if os.path.isfile(script) else "\0"  # no script: no code of its own
+    theirs = {os.path.join(os.path.realpath(p), "") for p in (sys.prefix, sys.base_prefix)}
+    ours = os.path.join(os.path.dirname(os.path.realpath(__file__)), "")  # the observer, injected into every process
+    code = {}
+    for path in sorted(sources):
+        real = os.path.realpath(path)
+        if path.startswith(folder) and not any(real.startswith(p) for p in (*theirs, ours, str(outputs))):
+            try:
+                with open(path, "rb") as file:
+                    code[os.path.relpath(path, folder)] = hashlib.file_digest(file, "sha256").hexdigest()
+            except OSError:
+                continue  # gone since it was loaded: no code of the process to compare
+    return {"executable": sys.executable, "python": platform.python_version(), "torch": str(torch.__version__),
+            "script": sys.argv[0] if sys.argv else "", "code": code}  # fmt: skip
+
+
+def _root(script: str) -> str:
+    """The folder a script's code is read from: its own, or for `python -m pkg.module`, the one above its package
+    (the checkout), so that the package's other modules are its code too."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    up = len(spec.name.split(".")) - 1 if spec is not None and spec.name else 0
+    folder = os.path.dirname(script)
+    for _ in range(up):
+        folder = os.path.dirname(folder)
+    return folder
 
 
 # What every torch.nn.Module holds of its own (hooks, parameters, buffers, submodules, `training`): no trainer state.

@@ -1,6 +1,7 @@
 """The observer inside a training process, as the verifier injects it: what it records, the restores it sees, and a
 failure it keeps to itself. Each case is a small loop run as a fresh process with the observer's environment."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -172,3 +173,26 @@ def test_each_record_names_its_fingerprints_and_the_optimizer_state_is_digested_
     assert recorded["updates"]["1"][o.STEP][o.OPTIMIZER] == {}  # no state before Adam's first step
     three = recorded["updates"]["3"][o.STEP][o.OPTIMIZER]
     assert all(three[key] != state[key] for key in state)  # every tensor moved in update 2
+
+
+def test_the_environment_names_the_interpreter_the_versions_and_each_file_of_the_scripts_code(tmp_path):
+    """What a resume by other code is told apart by (records/versions.py): the script and the modules it loaded from
+    its folder, by their path from there, each with its sha256; not the interpreter's packages (torch), the observer
+    injected into the process, nor the verification's output (here the folder two above the record)."""
+    code = LOOP.replace("import torch\n", "import torch\nimport helper\n", 1)
+    (tmp_path / "helper.py").write_text("SCALE = 1.0\n")
+    (tmp_path / "loop.py").write_text(code)
+    record = tmp_path / "verification" / "observed" / "continuous"
+    record.parent.mkdir(parents=True)
+    env = o.environment({**os.environ, "PYTHONPATH": ""}, record, {1})
+    proc = subprocess.run([sys.executable, "-B", str(tmp_path / "loop.py")], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    environment = o.read(o.record_file(record, None)).environment
+    assert environment is not None
+    assert (environment.executable, environment.script) == (sys.executable, str(tmp_path / "loop.py"))
+    assert environment.torch.startswith("2.") and environment.python.count(".") == 2
+    digests = {
+        name: hashlib.sha256(text.encode()).hexdigest()
+        for name, text in (("helper.py", "SCALE = 1.0\n"), ("loop.py", code))
+    }
+    assert environment.code == digests

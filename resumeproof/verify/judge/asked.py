@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from resumeproof.common import observation, protocol
 from resumeproof.common.protocol import CONTINUOUS, FLAT, REPEAT, REPEATS, RESUMED
-from resumeproof.verify.judge.records import exact
+from resumeproof.verify.judge.records import exact, versions
 from resumeproof.verify.judge.records import script as script_judge
 from resumeproof.verify.judge.records.first_update import repeatable
 from resumeproof.verify.judge.summaries import evidence
@@ -84,6 +84,7 @@ def _in_hand(trajectories: list[Trajectory], summaries: dict[str, Summary], prim
         probes=probes,
         seeded=summaries.get(trainer_plan.SEEDED),
         observed=repeatable(observed),  # a clock kept on a module is no state of the run's
+        across=versions.across(observed),
     )
 
 
@@ -115,7 +116,7 @@ def _evidence_trajectories(
         extra.append(trainer_plan.reference(s, REPEAT))
     resumed = evaluated.resumes.get(RESUMED)
     unknown = resumed is not None and resumed.diagnosis is not None and not resumed.diagnosis.lost
-    if declared and unknown and evaluated.determinism.deterministic:
+    if declared and unknown and evaluated.determinism.deterministic and evaluated.across is None:  # no part lost
         context = Context(resumed_at=s.primary, parts=declared, atol=s.atol)
         wanted = evidence.candidates(summaries[CONTINUOUS], summaries[RESUMED], context)
         tried = {part for _, part in _without_one_part(trajectories, s.primary)}  # a fault run is a probe too

@@ -23,6 +23,8 @@ def summary(v: Verification, report: Path) -> str:
         d = v.determinism
         judged = "; judged by its restore, bit for bit, and within its measured spread" if d.within_spread else ""
         lines += [f"**Not deterministic:** {_cell(d.detail)} (first at {_code(d.first_mismatch)}){judged}", ""]
+    if v.across is not None:
+        lines += [f"**Resumed by other code** ({_cell(v.across.said)}): {_cell(v.across.sides())}.", ""]
     failed = v.failed()
     if failed:
         lines += ["| failed check | what failed | detail | diagnosis |", "|---|---|---|---|"]

@@ -21,6 +21,7 @@ from resumeproof.verify.run.trajectories import Trajectory
 from resumeproof.verify.settings import Settings
 from resumeproof.verify.vocabulary.findings import (
     DIVERGENT,
+    Across,
     Check,
     Coverage,
     Determinism,
@@ -115,6 +116,7 @@ class Verification:
     # The updates the continuous run made where more than --steps (`verify --observe`: a loop that runs iterations 0
     # to max_iters inclusive); the observer recorded the first --steps, and only those are compared.
     continuous_made: int | None = None
+    across: Across | None = field(default=None, metadata=OMITTED)  # the resumes ran in another environment
 
     @classmethod
     def asked(
@@ -153,6 +155,7 @@ class Verification:
             nonfinite=evaluated.nonfinite,
             coverage=evaluated.coverage,
             next_lr=evaluated.next_lr,
+            across=evaluated.across,
         )
 
     @property
@@ -263,6 +266,7 @@ class Verification:
                 "coverage": self.coverage or {},  # {}: nothing to say of the epochs
                 "next_lr": self.next_lr,
                 **({"plot": self.plot} if self.plot else {}),
+                **({"across": self.across} if self.across is not None else {}),
             }
         )
 

@@ -196,6 +196,13 @@ def gpu_note(v: Verification) -> str | None:
     return f"note: the trajectories ran on different GPUs or software ({shown}): this is a resume across them"
 
 
+def across_note(v: Verification) -> str | None:
+    """A verification whose resumes ran in another environment (records/versions.py): both, and how they differ."""
+    if v.across is None:
+        return None
+    return f"note: resumed by other code ({v.across.said}): {v.across.sides()}"
+
+
 def _gpu(gpu: Any) -> str:
     if not isinstance(gpu, dict):
         return "no GPU" if gpu is None else str(gpu)
@@ -230,7 +237,14 @@ def print_report(out: Console, v: Verification) -> None:
         out.print(f"[yellow]{escape(line)}[/]")
     notes = [f"note: {note}" for note in v.notes]
     checked = (*checked_lines(v), v.reuse_line())
-    for note in (*notes, nonfinite_note(v), gpu_note(v), coverage_note(v) if v.checks else None, *checked):
+    for note in (
+        *notes,
+        nonfinite_note(v),
+        gpu_note(v),
+        across_note(v),
+        coverage_note(v) if v.checks else None,
+        *checked,
+    ):
         if note:
             out.print(note, markup=False)
     out.print(verdict_line(v))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from resumeproof.common.protocol import PREEMPTED, CheckKind
-from resumeproof.verify.vocabulary.findings import Check, Determinism, Diagnosis, Fault
+from resumeproof.verify.vocabulary.findings import CHANGED_CODE, Across, Check, Determinism, Diagnosis, Fault
 
 
 class Judged(Protocol):
@@ -21,6 +21,7 @@ class Judged(Protocol):
     error: str | None
     faults: dict[str, Fault]
     determinism: Determinism
+    across: Across | None
 
     @property
     def all_checks_passed(self) -> bool: ...
@@ -89,10 +90,11 @@ def verdict(v: Judged) -> Verdict:
     where = _from(d.first_step, d.first_mismatch)
     if not v.deterministic and not d.within_spread:
         return Verdict(NOT_DETERMINISTIC, f"{d.detail or 'the trainer differs from itself'}{where}; no part is blamed")
+    other = f"resumed by other code ({v.across.said}): " if v.across is not None else ""
     if v.all_checks_passed:
-        return Verdict(PASSED, _passed(v))
+        return Verdict(PASSED, other + _passed(v))
     judged = f"not deterministic (differs from itself{where}), so judged by its restore and its measured spread; "
-    return Verdict(FAILED, (f"{judged}failed: " if d.within_spread else "") + _failed(v))
+    return Verdict(FAILED, other + (f"{judged}failed: " if d.within_spread else "") + _failed(v))
 
 
 def failure(c: Check, v: Judged) -> str | None:
@@ -111,7 +113,8 @@ def _passed(v: Judged) -> str:
         spread = f"not deterministic (differs from itself{_from(d.first_step, d.first_mismatch)})"
         resumes = "every restore exact, every resume within its measured run-to-run spread"
         return f"{spread}, so compared within its measured spread, not bit for bit: {resumes}, {control}{extra}"
-    return f"every resume concordant{_preempted(v)}, {control}{extra}"
+    exact = "every restore exact and " if v.across is not None else ""
+    return f"{exact}every resume concordant{_preempted(v)}, {control}{extra}"
 
 
 def _preempted(v: Judged) -> str:
@@ -151,6 +154,9 @@ def _failed(v: Judged) -> str:
 
 def _resume(c: Check, v: Judged) -> str:
     how = "leaves its measured run-to-run spread" if v.determinism.within_spread else "differs from continuous"
+    if c.diagnosis is not None and c.diagnosis.rule == CHANGED_CODE:  # its restore exact: where it moved, how much
+        by = f", by up to {c.max_abs_diff:.3g}" if c.max_abs_diff else ""
+        return f"{_name(c)}{_resumed(c)} {how}{_where(c)}{by}; {c.diagnosis.head}: {c.diagnosis.explanation}"
     return f"{_name(c)}{_resumed(c)} {how}{_where(c)}; {_cause(c, v)}"
 
 

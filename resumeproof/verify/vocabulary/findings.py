@@ -26,6 +26,10 @@ DIRECT = (
 SECOND = "second-update"  # read off the second resumed update, the first one the same in every input and output
 AT_RESTORE = "restore"  # the rule of a diagnosis read off a resume of 0 updates against what was saved (tiers)
 COUNTED = "update-count"  # every update a resume made is the continuous run's, but not as many as were left
+CHANGED = (
+    "changed"  # a resume by other code (verify/judge/records/versions.py): restored exactly, its trajectory changed
+)
+CHANGED_CODE = "changed-code"  # the rule of a diagnosis that names no lost part: the resume's code computes otherwise
 OUTSIDE_SPREAD = "outside-spread"  # a trajectory outside the measured spread, its restore exact: no part named
 # A run that blocked nothing (`verify --observe`): the script never called what its negative control or fault makes a
 # no-op, so it could show nothing either way; it neither passes as caught nor fails (docs/checks.md).
@@ -61,12 +65,16 @@ class Diagnosis:
 
     @property
     def named(self) -> str:
-        return ", ".join(self.lost) or UNKNOWN
+        """The parts it blames, joined; "none" where the resume's code computes otherwise, "unknown" where nothing
+        points to a part."""
+        return ", ".join(self.lost) or ("none" if self.rule == CHANGED_CODE else UNKNOWN)
 
     @property
     def head(self) -> str:
         """What it blames, as every report says it (the verdict line too): "lost X" on direct evidence of the first
         resumed update or of the restore, "likely lost X" where the runs' files point to it, else "cause unknown"."""
+        if self.rule == CHANGED_CODE:
+            return "changed by the resume's code"
         if not self.lost:
             return "cause unknown"
         return (
@@ -82,6 +90,8 @@ class Diagnosis:
             return f"{self.head} at update {self.step} (the second resumed one): {self.explanation}"
         if self.rule == AT_RESTORE:
             return f"{self.head} at the restore, before update {self.step}: {self.explanation}"
+        if self.rule == CHANGED_CODE:
+            return f"{self.head} from update {self.step}: {self.explanation}"
         where = f" from update {self.step}" if self.step else ""
         return f"{self.head}{where}: {self.explanation}"
 
@@ -126,7 +136,8 @@ def diagnosed(checks: Iterable[Check]) -> list[Check]:
 class Resume:
     """How far a trajectory that resumed lands from the continuous run."""
 
-    verdict: str  # CONCORDANT, DIVERGENT, WITHIN_SPREAD, or NOT_APPLICABLE (a negative control that blocked nothing)
+    # CONCORDANT, DIVERGENT, WITHIN_SPREAD, CHANGED, or NOT_APPLICABLE (a negative control that blocked nothing)
+    verdict: str
     max_state_deviation: float | None  # None: not known (verify --observe holds digests of the state, not values)
     max_deviation: float
     final_mse: float | None
@@ -199,6 +210,42 @@ class Determinism:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Side:
+    """What ran one side of a verification across versions, as the observer recorded it (common/observation.py's
+    Environment): the interpreter, Python, torch, the script, and one sha256 over its code's files."""
+
+    executable: str
+    python: str
+    torch: str
+    script: str
+    code_sha256: str  # over the path (from the script's folder) and sha256 of each file of the code both sides loaded
+    files: int  # how many files that is
+
+
+@dataclass(frozen=True, kw_only=True)
+class Across:
+    """A verification whose resumes ran in another environment than its continuous and interrupted runs (another
+    checkout of the trainer, another interpreter or torch: --resume-cmd): both, and how they differ."""
+
+    run: Side  # the continuous and interrupted runs'
+    resume: Side  # the resumes'
+    differs: tuple[str, ...]  # "torch 2.13.0+cpu vs 2.12.0+cpu", "code: train.py", ...
+
+    @property
+    def said(self) -> str:
+        return "; ".join(self.differs)
+
+    def sides(self) -> str:
+        """Both environments in one line, for a reader."""
+        return f"the runs: {_side(self.run)}; the resumes: {_side(self.resume)}"
+
+
+def _side(side: Side) -> str:
+    code = f", the code both loaded {side.code_sha256[:12]} ({side.files} files)" if side.files else ""
+    return f"{side.executable} (Python {side.python}, torch {side.torch}), {side.script}{code}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Evaluated:
     """What the judge hands the report, whichever evidence it read (summaries, the observer's records): every check,
     each resume that must be concordant, the negative control, the faults, and determinism first."""
@@ -211,3 +258,4 @@ class Evaluated:
     coverage: Coverage | None = None  # the untried points (a protocol trainer's history tells them)
     nonfinite: tuple[str, ...] = ()  # paths in `state` where both runs hold the same infinity
     next_lr: Any = None
+    across: Across | None = None  # the resumes ran in another environment (verify/judge/records/versions.py)

@@ -160,9 +160,9 @@ def restore(
     if not differs:
         why = None
     elif continuous is not None:
-        why = first_update.diagnose(continuous, resumed, k, parts or _parts(continuous))
+        why = first_update.diagnose(continuous, resumed, k, parts or parts_of(continuous))
     else:  # not the continuous run: what the process the resume stands for held before its update k+1
-        named = parts or _parts(interrupted)
+        named = parts or parts_of(interrupted)
         why = first_update.diagnose(interrupted, trimmed, k, named, None, first_update.INPUTS, held_by)
     what = ", ".join(_label(m, key) for m, key in fields)
     return Check(
@@ -196,7 +196,7 @@ def only_drawn(generators: Any, drawn: set[tuple[str, str]]) -> Any:
 
 def resume(continuous: Observed, resumed: Observed, k: int, name: str, atol: float = 0.0) -> tuple[Resume, Check]:
     found = Compared(continuous, resumed, k, COMPARED, atol)
-    why = None if found.same else first_update.diagnose(continuous, resumed, k, _parts(continuous))
+    why = None if found.same else first_update.diagnose(continuous, resumed, k, parts_of(continuous))
     if found.counted is not None and (why is None or not why.lost):
         ran, left = found.counted
         if found.first_step is None or found.first_step > k + ran:  # only the updates it never made differ
@@ -242,7 +242,7 @@ def negative(
         return applies.control(k, reason)
     found = Compared(continuous, control, k, COMPARED, atol)
     blocked = applies.blocked(control)
-    why = first_update.diagnose(continuous, control, k, _parts(continuous)) if not found.same else None
+    why = first_update.diagnose(continuous, control, k, parts_of(continuous)) if not found.same else None
     entry = _entry(found, why, identical=Compared(full, control, 0, COMPARED, atol).same if full else None)
     name = "a resume with the generators' setters blocked diverges (negative control)"
     if found.same:
@@ -267,7 +267,7 @@ def fault(
     if reason is not None:  # it blocked nothing: what its run did, the script's own resume did
         return applies.fault(part, k, reason)
     found = Compared(continuous, faulty, k, COMPARED, atol)
-    why = first_update.diagnose(continuous, faulty, k, _parts(continuous)) if not found.same else None
+    why = first_update.diagnose(continuous, faulty, k, parts_of(continuous)) if not found.same else None
     cause = f"{part}'s load_state_dict made a no-op"
     entry = Fault(
         detected=not found.same,
@@ -322,7 +322,7 @@ def _like(mine: o.Moment, like: o.Moment) -> o.Moment:
     return dataclasses.replace(mine, **unheld)
 
 
-def _parts(records: Observed) -> tuple[str, ...]:
+def parts_of(records: Observed) -> tuple[str, ...]:
     updates = [u for seen in records.values() for u in seen.updates.values()]
     cuda = any(CUDA in states.get(o.GLOBAL, {}) for u in updates for states in u.generators)
     return (*PARTS, protocol.rng_part(CUDA)) if cuda else PARTS

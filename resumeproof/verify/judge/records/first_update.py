@@ -54,9 +54,34 @@ def diagnose(
     """The first difference of the first resumed update, in causal order over every rank at once (a rank's other
     batch comes before the gradients every rank then shares); None where the records cannot tell (none, another
     number of ranks) or show the first resumed update the same as the continuous run's. `checks`: CHECKS or some."""
+    updates = held_updates(continuous, resumed, k, parts, rows_same, reference)
+    first = first_difference(updates, CHECKS if checks is None else checks) if updates is not None else None
+    if updates is not None and first is not None:
+        same, found = first
+        rank, finding = next(iter(found.items()))
+        owner = _batch_owner(continuous, resumed, rank, k) if finding.concept == DATA else None
+        others = rank is not None and 0 in updates and 0 not in found  # rank 0 resumed it right
+        found_in = (rank, owner, k, _blind(updates.values()))
+        return _diagnosis(finding, same, found_in, _parts(parts, others))
+    return _schedule_counter(continuous, resumed, k, parts) if checks is None and updates is not None else None
+
+
+Updates = dict[int | None, Update]  # each rank's first resumed update, beside the continuous run's k+1
+
+
+def held_updates(
+    continuous: Observed,
+    resumed: Observed,
+    k: int,
+    parts: tuple[str, ...],
+    rows_same: bool | None = None,
+    reference: str = CONTINUOUS_RUN,
+) -> Updates | None:
+    """Each rank's first resumed update beside the continuous run's update k+1; None where the records cannot tell
+    (none, another number of ranks, an update not recorded)."""
     if not continuous or set(continuous) != set(resumed):
         return None
-    updates: dict[int | None, Update] = {}
+    updates: Updates = {}
     for rank in sorted(continuous, key=lambda r: -1 if r is None else r):
         then, first = continuous[rank].at(k + 1), resumed[rank].at(1)
         if then is None or first is None:
@@ -66,17 +91,19 @@ def diagnose(
         rows = rows_same if rows_same is not None or replayed is None else False  # another update's rows
         unseen, changes = _unseen(then, parts), changing(continuous[rank])
         updates[rank] = Update(before, then, first, restores, unseen, rows, replayed, reference, changes)
+    return updates
+
+
+def first_difference(updates: Updates, checks: "Checks") -> tuple[list[str], dict[int | None, Found]] | None:
+    """The first check, in the update's causal order, that finds a difference on some rank: what was the same
+    before it (on every rank), and its finding on each rank it differs on; None where every check holds."""
     same: list[str] = []
-    for label, check in CHECKS if checks is None else checks:
+    for label, check in checks:
         found = {rank: f for rank, update in updates.items() if (f := check(update)) is not None}
         if found:
-            rank, finding = next(iter(found.items()))
-            owner = _batch_owner(continuous, resumed, rank, k) if finding.concept == DATA else None
-            others = rank is not None and 0 in updates and 0 not in found  # rank 0 resumed it right
-            found_in = (rank, owner, k, _blind(updates.values()))
-            return _diagnosis(finding, same, found_in, _parts(parts, others))
+            return same, found
         same += [label] if label and all(_HELD.get(label, _any)(u) for u in updates.values()) else []
-    return _schedule_counter(continuous, resumed, k, parts) if checks is None else None
+    return None
 
 
 # The state the observer records entering an update, by the part it is: equal in both runs, that part was restored.

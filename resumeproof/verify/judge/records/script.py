@@ -17,7 +17,7 @@ from typing import TypeVar
 from resumeproof.common import observation
 from resumeproof.common.protocol import CONTINUOUS, PREEMPTED, REPEAT, REPEATS, CheckKind
 from resumeproof.verify.judge import preemption
-from resumeproof.verify.judge.records import exact, first_update, tiers
+from resumeproof.verify.judge.records import exact, first_update, tiers, versions
 from resumeproof.verify.plan.script import Observed, stopped
 from resumeproof.verify.run.launch.preempt import Preempted
 from resumeproof.verify.run.trajectories import Trajectory
@@ -45,6 +45,7 @@ def read(s: Settings, trajectories: Sequence[Trajectory]) -> dict[str, Observed]
 
 def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) -> Evaluated:
     """Every check the records allow, determinism first, then each resume by what the plan expects of it."""
+    across = versions.across(records)  # the resumes ran in another environment (judge/records/versions.py)
     records = first_update.repeatable(records)  # a clock kept on a module is no state of the run's
     continuous = records[CONTINUOUS]
     determinism, check = exact.determinism(continuous, records[REPEAT], s.atol)
@@ -64,6 +65,11 @@ def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) 
     for t, e in held:
         before, run = records[t.after[0]], records[t.name]
         step = stopped(before)
+        if e.kind is Expect.CONCORDANT and across is not None and determinism.deterministic:
+            entry, judged_checks = _by_other_code(continuous, run, step, t.name, s.atol)
+            resumes[t.name] = entry
+            checks += judged_checks
+            continue
         if e.kind is Expect.CONCORDANT:
             reference = continuous if determinism.deterministic and bitwise else None
             restored = exact.restore(before, run, step, t.name, reference)
@@ -84,8 +90,26 @@ def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) 
             control, check = exact.negative(continuous, run, full, step, s.atol)
             negative, check = _inputs_only(bitwise, before, run, step, control, check)
         checks.append(check)
-    evaluated = Evaluated(checks=checks, resumes=resumes, negative=negative, faults=faults, determinism=determinism)
+    evaluated = Evaluated(
+        checks=checks, resumes=resumes, negative=negative, faults=faults, determinism=determinism, across=across
+    )
     return replace(evaluated, checks=checks + _preempted(preempted, records, evaluated, s.atol))
+
+
+def _by_other_code(continuous: Observed, run: Observed, k: int, name: str, atol: float) -> tuple[Resume, list[Check]]:
+    """A resume by other code (records/versions.py): its restore, every part's state bit for bit, then every update
+    after it against the continuous run's; where the restore was exact and an update differs, the code moved it."""
+    parts = exact.parts_of(continuous)
+    restored = versions.restored(name, continuous, run, k, parts)
+    entry, check = exact.resume(continuous, run, k, name, atol)
+    if restored is not None and not restored.passed:
+        entry = replace(entry, diagnosis=restored.diagnosis)
+        return entry, [restored, replace(check, diagnosis=None)]  # the restore's check names the part, once
+    if not check.passed and restored is not None:
+        what = (check.first_mismatch or "").partition(": ")[2] or None
+        why = versions.changed(continuous, run, k, parts, (check.first_update, what, check.first_mismatch or ""))
+        entry, check = versions.marked(replace(entry, diagnosis=why)), replace(check, diagnosis=why)
+    return entry, [*([restored] if restored is not None else []), check]
 
 
 def _preempted(preempted: list[Preempted], records: Records, judged: Evaluated, atol: float = 0.0) -> list[Check]:

@@ -22,7 +22,7 @@ from resumeproof.verify.judge.compare import summaries
 from resumeproof.verify.judge.summaries import diagnosis
 from resumeproof.verify.judge.summaries.diagnosis import Context
 from resumeproof.verify.run.summary import Summary
-from resumeproof.verify.vocabulary.findings import Determinism, Diagnosis
+from resumeproof.verify.vocabulary.findings import Across, Determinism, Diagnosis
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ class Evidence:
     probes: Mapping[str, Summary] = field(default_factory=dict)  # part -> a resume from the primary point without it
     seeded: Summary | None = None  # a run of 0 updates
     observed: Mapping[str, Mapping[int | None, Observation]] = field(default_factory=dict)  # trajectory -> records
+    across: Across | None = (
+        None  # the resumes ran in another environment than the continuous run (judge/records/versions.py)
+    )
 
 
 def determinism(

@@ -22,7 +22,7 @@ from resumeproof.common.protocol import CONTINUOUS, FLAT, REPEAT, RESUMED, Check
 from resumeproof.verify.judge import preemption
 from resumeproof.verify.judge.compare import Comparison, compare
 from resumeproof.verify.judge.records import first_update
-from resumeproof.verify.judge.summaries import evidence, finite, tiers
+from resumeproof.verify.judge.summaries import evidence, finite, tiers, versions
 from resumeproof.verify.judge.summaries.diagnosis import diagnose, identical
 from resumeproof.verify.judge.summaries.evidence import Evidence
 from resumeproof.verify.judge.summaries.held import NO_RANDOM_STATE, Against, Held, Summaries, compared, resume_entry
@@ -72,6 +72,7 @@ def evaluate(
         coverage=cover,
         nonfinite=tuple(sorted({path for h in held.values() for path in h.nonfinite} - {u.path for u in unusable})),
         next_lr=cont.next_lr,
+        across=found.across,
     )
 
 
@@ -81,6 +82,8 @@ def _hold(t: Trajectory, against: Against) -> Held:
     assert e is not None
     if against.determinism.within_spread:
         return tiers.within_spread(t, e, against)
+    if against.found.across is not None and e.kind is Expect.CONCORDANT:
+        return versions.held(t, e, against)
     if e.kind is Expect.PREFIX:
         return _prefix(t, e, against)
     if e.kind is Expect.CONCORDANT:
