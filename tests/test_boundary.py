@@ -216,6 +216,17 @@ def test_verify_help_imports_no_torch_module():
     assert not [m for m in imported if m == "torch" or m.startswith(("torch.", "numpy"))]
 
 
+def test_signing_an_export_imports_no_torch():
+    """model_signing (the export extra), which `export --sign-key` and `check --public-key` import late, loads no torch
+    and no NumPy: the verifier's side stays torch-free with it."""
+    code = (
+        "import sys, model_signing.signing, model_signing.verifying, resumeproof.verify.export.signature\n"
+        "print(sorted({'torch', 'numpy'} & set(sys.modules)))"
+    )
+    proc = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr
+
+
 def test_nothing_but_a_script_imports_a_framework():
     code = (
         "import sys, resumeproof.kit, resumeproof.cli, resumeproof.verify.verification\n"

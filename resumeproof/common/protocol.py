@@ -138,6 +138,7 @@ class CheckKind(StrEnum):
     INPUTS = "inputs"  # a fork's branch starts its first update from the control's weights, moments, generators, batch
     COPY = "copy"  # resumeproof export: every file read back from the destination has the size and sha256 sent
     RESTORABLE = "restorable"  # resumeproof export: one update resumed from the copy equals the reference, bit for bit
+    SIGNATURE = "signature"  # resumeproof export --sign-key: model.sig verifies over every file of the export
     LEGACY = "legacy"  # a check read from a document written before checks carried their identity
 
 

@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from resumeproof.common.protocol import META_IDENTITY, META_VERSIONS, OUTPUT_FLAG, RESUME_FLAG, STEPS_FLAG
 from resumeproof.verify.export.result import Export
+from resumeproof.verify.export.signature import Method, Signed
 from resumeproof.verify.export.source import Point
 from resumeproof.verify.export.transfer import EXPORT_JSON
 
@@ -41,11 +42,37 @@ def proof_md(e: Export) -> str:
         f"- Exported with: {_pairs(e.exporter)}",
         f"- Every file with its size and sha256: `{EXPORT_JSON}`",
         "",
+        *(_signature(e.signature) if e.signature is not None else []),
         "## How to load it",
         "",
         *_loading(e, point),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _signature(signed: Signed) -> list[str]:
+    """How to verify the signature with the OpenSSF tool, unmodified, and with `resumeproof check`."""
+    if signed.method is Method.KEY:
+        tool = f"model_signing verify key . --signature {signed.file} --public_key PUB.pem"
+        ours, by = "resumeproof check . --public-key PUB.pem", f"the key `{signed.signer}`"
+    else:
+        tool = f"model_signing verify certificate . --signature {signed.file} --certificate_chain CHAIN.pem"
+        ours = "resumeproof check . --cert-chain CHAIN.pem"
+        by = f"the certificate `{signed.certificate}`, of the key `{signed.signer}`"
+    return [
+        "## Signature",
+        "",
+        f"`{signed.file}` is an OpenSSF Model Signing signature over every file of this folder, this one and",
+        f"`{EXPORT_JSON}` included, by {by}; the export verified it before `CURRENT` named the export. A key's",
+        "fingerprint is the sha256 of its DER SubjectPublicKeyInfo: `openssl pkey -pubin -in PUB.pem -outform DER |",
+        "sha256sum`. In the export's folder (downloaded first where DEST is a URL):",
+        "",
+        "```",
+        f"{tool}   # pip install model-signing",
+        f"{ours}",
+        "```",
+        "",
+    ]
 
 
 def _loading(e: Export, point: Point) -> list[str]:

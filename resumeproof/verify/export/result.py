@@ -7,6 +7,7 @@ from typing import Any
 from resumeproof.common import codec
 from resumeproof.common.errors import EXIT_FAILED, EXIT_PASSED
 from resumeproof.common.protocol import CheckKind, dumps
+from resumeproof.verify.export.signature import Signed
 from resumeproof.verify.export.source import Command, Kind, Point, Skipped
 
 FORMAT = "resumeproof-export/1"
@@ -23,7 +24,7 @@ class Copied:
 
 @dataclass(frozen=True, kw_only=True)
 class ExportCheck:
-    kind: CheckKind  # COPY, CHECKPOINT (`resumeproof check` on the copy) or RESTORABLE
+    kind: CheckKind  # COPY, CHECKPOINT (`resumeproof check` on the copy), RESTORABLE or SIGNATURE
     name: str  # what a person reads; never what a program matches
     passed: bool
     path: str | None = None  # the resume point it is about, relative to the export
@@ -42,11 +43,12 @@ class Export:
     points: tuple[Point, ...]  # newest first: the first was resumed from
     skipped: tuple[Skipped, ...]
     notes: tuple[str, ...]
-    files: tuple[Copied, ...]  # every file of the export but EXPORT.json and PROOF.md
+    files: tuple[Copied, ...]  # every file of the export but EXPORT.json, PROOF.md and model.sig
     trainer: Command
     recorded: dict[str, Any]  # the run's configuration, identity and versions, as its summary's meta records them
     exporter: dict[str, Any]  # what exported it: resumeproof, Python, platform, fsspec
     checks: tuple[ExportCheck, ...]
+    signature: Signed | None = None  # --sign-key: by whom model.sig is signed, written before it is (and checked)
     # where the resuming processes' logs were kept on this machine (not proven): not in JSON
     logs: str | None = field(default=None, metadata=codec.field(skip=True))
 
@@ -85,6 +87,7 @@ class Export:
                 "trainer": self.trainer,
                 "recorded": self.recorded,
                 "exporter": self.exporter,
+                "signature": self.signature,
                 "checks": self.checks,
             }
         )

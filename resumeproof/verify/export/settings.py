@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
+from resumeproof.verify.export.signature import SignWith
 from resumeproof.verify.settings import SettingsError, parse_train_cmd
 
 
@@ -14,6 +15,7 @@ class ExportSettings:
     train_cmd: str | None = None  # --train-cmd: else the command the run recorded
     timeout: float = 600.0  # seconds each resuming process may run
     command: str = ""  # the export's own command line, for EXPORT.json and PROOF.md
+    sign: SignWith | None = None  # --sign-key (--sign-cert, --sign-chain): model.sig over the export, before CURRENT
 
     def __post_init__(self) -> None:
         if self.train_cmd is not None:

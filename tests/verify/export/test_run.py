@@ -2,7 +2,9 @@
 localhost) and to a local folder, proven, with EXPORT.json valid against docs/export.schema.json and PROOF.md;
 an export killed mid-copy leaves the earlier one current and usable, and the next one clears what it left; a copy
 corrupted on the way, or a resume that writes into the copy, fails (exit 1) and replaces nothing; a bad input is
-one line and exit 2, with nothing written."""
+one line and exit 2, with nothing written. Signed (--sign-key): an export to S3 whose model.sig the OpenSSF tool
+verifies over the files downloaded from the bucket; a bad key refused before DEST is touched; a file that appears
+in the export's folder once it is signed fails the `signature` check, and CURRENT stays."""
 
 import io
 import json
@@ -24,17 +26,18 @@ from resumeproof.cli import main
 from resumeproof.common import fingerprint
 from resumeproof.common.protocol import SUMMARY
 from resumeproof.verify.export import run as export_run
-from resumeproof.verify.export import source, transfer
+from resumeproof.verify.export import signature, source, transfer
 from resumeproof.verify.export.result import Copied
 from resumeproof.verify.export.store import open_store
 from resumeproof.verify.export.transfer import CURRENT, EXPORT_JSON, EXPORTS, PROOF_MD
 from resumeproof.verify.run.vet import Verdict, vet
 from tests.helpers import REPO, TRAINERS
-from tests.verify.export.conftest import new_bucket
+from tests.verify.export.conftest import PASSWORD, new_bucket
 
 pytestmark = pytest.mark.xdist_group("export")  # the folder's fixtures (conftest.py) are made once
 
 SCHEMA = json.loads((REPO / "docs" / "export.schema.json").read_text())
+MODEL_SIGNING = Path(sys.executable).parent / "model_signing"  # the OpenSSF tool, as installed beside Python
 NO_TORCH = "import sys; sys.modules['torch'] = None\nfrom resumeproof.cli import main\nmain()\n"  # no import of torch
 
 
@@ -259,3 +262,77 @@ def test_an_unreachable_url_is_one_line_and_debug_shows_the_traceback(run_dir, a
     assert proc.stderr.count("\n") == 1 and "Could not connect to the endpoint URL" in proc.stderr
     debug = export(run_dir, "foo://x", "--debug")
     assert debug.exit_code != 0 and type(debug.exception).__name__ == "StoreError"
+
+
+def test_a_signed_export_to_s3_verifies_with_the_openssf_tool_over_the_files_downloaded(
+    run_dir, bucket, keys, tmp_path
+):
+    dest = f"{bucket}/runs/signed"
+    result = export(run_dir, dest, "--sign-key", keys.key, "--sign-password", PASSWORD)
+    assert result.exit_code == 0, result.output
+    ident, document = current(dest)
+    signer = signature.trust(keys.public, ()).fingerprint
+    assert document["signature"] == {"file": "model.sig", "signer": signer, "method": "key", "certificate": None}
+    assert [(c["kind"], c["passed"]) for c in document["checks"]][-1] == ("signature", True)
+    assert PASSWORD not in document["command"] and f"--sign-key {keys.key}" in document["command"]
+    fs, root = fsspec.url_to_fs(f"{dest}/{EXPORTS}/{ident}")
+    down = tmp_path / ident
+    for key in fs.find(root):
+        (down / key.removeprefix(f"{root}/")).parent.mkdir(parents=True, exist_ok=True)
+        fs.get_file(key, str(down / key.removeprefix(f"{root}/")))
+    assert sorted(p.name for p in down.iterdir()) == sorted(
+        [*(f["path"] for f in document["files"]), EXPORT_JSON, PROOF_MD, "model.sig"]
+    )
+    argv = [MODEL_SIGNING, "verify", "key", down, "--signature", down / "model.sig", "--public_key", keys.public]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "Verification succeeded\n", proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("bad", ["missing", "wrong password", "a public key"])
+def test_a_bad_sign_key_is_one_line_before_anything_is_copied(run_dir, keys, tmp_path, bad):
+    given = {
+        "missing": ("--sign-key", tmp_path / "absent.pem"),
+        "wrong password": ("--sign-key", keys.key, "--sign-password", "wrong"),
+        "a public key": ("--sign-key", keys.public),
+    }[bad]
+    result = export(run_dir, tmp_path / "dest", *given)
+    said = {
+        "missing": f"--sign-key {tmp_path}/absent.pem: cannot be read: No such file or directory",
+        "wrong password": f"--sign-key {keys.key}: --sign-password does not decrypt it",
+        "a public key": f"--sign-key {keys.public}: not a PEM private key",
+    }[bad]
+    assert result.exit_code == 2 and result.stderr == f"resumeproof export: error: {said}\n", result.output
+    assert not (tmp_path / "dest").exists()
+
+
+class Intruding:
+    """A store where a file appears in the export's folder while its signature is sent: signed, then changed."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def write(self, key, fill):
+        if key.endswith("/model.sig"):
+            self.inner.write(key.replace("/model.sig", "/intruder.txt"), lambda f: f.write(b"not signed\n"))
+        return self.inner.write(key, fill)
+
+
+def test_a_file_added_once_the_export_is_signed_fails_the_signature_and_current_stays(
+    run_dir, earlier, keys, monkeypatch
+):
+    dest, ident = earlier
+    monkeypatch.setattr(export_run, "open_store", lambda typed, run: Intruding(open_store(typed, run)))
+    result = export(run_dir, dest, "--sign-key", keys.other_key)
+    assert result.exit_code == 1, result.output
+    said = "FAILED model.sig (OpenSSF Model Signing) covers every file sent and verifies with the signer's key"
+    assert f"{said}: added: intruder.txt" in result.stderr
+    store = open_store(str(dest), REPO / "runs")
+    assert transfer.current(store) == ident
+    failed = [name for name in store.children(EXPORTS) if name != ident]
+    document = json.loads(store.read_text(f"{EXPORTS}/{failed[0]}/{EXPORT_JSON}") or "")
+    jsonschema.validate(document, SCHEMA)
+    assert document["proven"] is False and document["checks"][-1]["detail"] == "added: intruder.txt"
+    assert "# Export of step 3: NOT proven" in (store.read_text(f"{EXPORTS}/{failed[0]}/{PROOF_MD}") or "")
