@@ -98,6 +98,25 @@ def test_a_version_that_drops_the_scheduler_on_load_loses_it_at_the_restore(same
     assert "resumed by other code" in line and "lost scheduler" in line and "changed by" not in line
 
 
+@pytest.mark.parametrize("version", ["kernel.py", "kernel_lies_about_omit.py"])
+def test_under_other_code_a_fault_is_caught_only_where_its_first_update_is_fed_otherwise(same_code, verified, version):
+    """Every resume by the kernel's version diverges, whatever it omits: a fault counts as caught only where its first
+    update is fed otherwise than the continuous run's (its optimizer's state), never by the divergence alone (a
+    version that says it omitted the optimizer and restored it)."""
+    proc, doc, _ = verified(f"faults-{version}", *by(version), "--faults", "optimizer")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    fault = doc["faults"]["optimizer"]
+    (check,) = [c for c in doc["checks"] if c["kind"] == "fault"]
+    negative = [c for c in doc["checks"] if c["kind"] == "negative-control"]
+    assert [c["passed"] for c in negative] == [True]  # its generators are fed otherwise: it shows what it blocks
+    if version == "kernel.py":
+        assert (fault["status"], check["passed"]) == ("caught", True)
+    else:
+        assert (fault["status"], check["passed"]) == ("not-caught", False)
+        assert "its first update is fed what the continuous run's was" in check["detail"]
+        assert fault["diagnosis"]["rule"] == "changed-code"
+
+
 @pytest.fixture(scope="module")
 def other_interpreter(tmp_path_factory):
     """Another virtual environment, which sees this one's packages and this checkout (a .pth file): the same torch
@@ -173,8 +192,11 @@ def observed(scripts, version: str) -> tuple[str, ...]:
 def test_an_observed_script_resumed_by_a_version_that_computes_its_loss_otherwise_is_restored_exactly(
     tmp_path_factory, scripts
 ):
-    proc, doc, _ = verification(tmp_path_factory, "script-kernel", *observed(scripts, "kernel"))
+    proc, doc, _ = verification(
+        tmp_path_factory, "script-kernel", *observed(scripts, "kernel"), "--faults", "optimizer"
+    )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert doc["faults"]["optimizer"]["status"] == "caught"  # fed another optimizer state: shows what it blocks
     (differs,) = doc["across"]["differs"]
     assert differs.startswith("script ") and differs.endswith("/train.py"), differs
     (restore,) = checks_of(doc, "restore")

@@ -82,13 +82,18 @@ def evaluate(s: Settings, trajectories: Sequence[Trajectory], records: Records) 
         if not determinism.deterministic:  # nothing must diverge from a run that differs from itself
             break
         full = records[_full_resume(held, t)]
+        unfed = versions.unpowered(continuous, run, step, exact.parts_of(continuous)) if across else None
         if e.is_fault:
             assert e.part is not None
             fault, check = exact.fault(continuous, run, full, step, e.part, s.atol)
             faults[e.part], check = _inputs_only(bitwise, before, run, step, fault, check)
+            if unfed is not None and check.passed and check.not_applicable is None:  # under other code: fed otherwise
+                faults[e.part] = replace(faults[e.part], detected=False, diagnosis=unfed)
         else:
             control, check = exact.negative(continuous, run, full, step, s.atol)
             negative, check = _inputs_only(bitwise, before, run, step, control, check)
+        if unfed is not None and check.passed and check.not_applicable is None:
+            check = replace(check, passed=False, detail=unfed.explanation, diagnosis=unfed)
         checks.append(check)
     evaluated = Evaluated(
         checks=checks, resumes=resumes, negative=negative, faults=faults, determinism=determinism, across=across

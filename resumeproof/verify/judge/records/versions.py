@@ -129,6 +129,25 @@ def changed(
     return Diagnosis(lost=(), rule=CHANGED_CODE, step=step or k + 1, evidence=evidence, explanation=explanation)
 
 
+# Under other code every resume's trajectory may move with the code: a run that must diverge (the negative control, a
+# fault) shows what it omits only where its first update is fed otherwise than the continuous run's k+1.
+SAME_WHERE_FED = (
+    "its first update is fed what the continuous run's was, every part bit for bit: under other code its trajectory "
+    "moves with the code, so its divergence shows nothing of what it omits"
+)
+
+
+def unpowered(continuous: Observed, run: Observed, k: int, parts: tuple[str, ...]) -> Diagnosis | None:
+    """Why a run that must diverge shows nothing under other code: its first update fed exactly as the continuous
+    run's (generators, batch, model, target, optimizer, schedulers, ...); None where it is fed otherwise, or the
+    records cannot tell."""
+    updates = first_update.held_updates(continuous, run, k, parts)
+    if updates is None or first_update.first_difference(updates, first_update.INPUTS) is not None:
+        return None
+    evidence = f"observer records of update {k + 1} and the first resumed one"
+    return Diagnosis(lost=(), rule=CHANGED_CODE, step=k + 1, evidence=evidence, explanation=SAME_WHERE_FED)
+
+
 def marked(entry: Resume) -> Resume:
     """A resume's entry, CHANGED where its restore was exact and its code moved its trajectory."""
     d = entry.diagnosis

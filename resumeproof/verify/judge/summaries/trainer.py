@@ -88,7 +88,8 @@ def _hold(t: Trajectory, against: Against) -> Held:
         return _prefix(t, e, against)
     if e.kind is Expect.CONCORDANT:
         return _concordant(t, e, against)
-    return _fault(t, e, against) if e.is_fault else _negative_control(t, e, against)
+    held = _fault(t, e, against) if e.is_fault else _negative_control(t, e, against)
+    return versions.must_differ(t, e, against, held) if against.found.across is not None else held
 
 
 def _prefix(t: Trajectory, e: Expectation, a: Against) -> Held:

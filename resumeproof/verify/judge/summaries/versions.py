@@ -1,8 +1,10 @@
 """A protocol trainer's resume by other code (judge/records/versions.py tells it and holds its restore): its restore
 from the observer's records, then its summary against the continuous run's, where it moved first."""
 
+from dataclasses import replace
+
 from resumeproof.common.protocol import CONTINUOUS, CheckId, CheckKind
-from resumeproof.verify.judge.records.versions import MOVED, changed, marked, restored
+from resumeproof.verify.judge.records.versions import MOVED, changed, marked, restored, unpowered
 from resumeproof.verify.judge.summaries.diagnosis import first_record
 from resumeproof.verify.judge.summaries.held import Against, Held, compared, resume_entry
 from resumeproof.verify.run.trajectories import Trajectory
@@ -38,3 +40,15 @@ def held(t: Trajectory, e: Expectation, a: Against) -> Held:
         first_update=result.first_update,
     )
     return Held(check=check, restore=restore, resume=marked(entry), nonfinite=tuple(result.nonfinite))
+
+
+def must_differ(t: Trajectory, e: Expectation, a: Against, held: Held) -> Held:
+    """The negative control or a fault under other code: it must be fed otherwise at its first update (what it
+    omits), not merely diverge, which the code's change alone would make it do."""
+    continuous, mine = a.found.observed.get(CONTINUOUS) or {}, a.found.observed.get(t.name) or {}
+    why = unpowered(continuous, mine, e.resumed_at, a.parts) if held.check.passed else None
+    if why is None:
+        return held
+    check = replace(held.check, passed=False, detail=why.explanation, diagnosis=why)
+    fault = (held.fault[0], replace(held.fault[1], detected=False, diagnosis=why)) if held.fault else None
+    return replace(held, check=check, fault=fault)
