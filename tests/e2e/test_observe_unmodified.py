@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.helpers import EXAMPLES, TORCHRUN, verification
+from tests.helpers import EXAMPLES, SMALL_SCRIPT, TORCHRUN, verification
 
 # No xdist_group but the DDP pair's: each other test runs its own verification, and the two workers share them out.
 
@@ -134,32 +134,10 @@ def test_a_ddp_script_that_restores_rank_0s_generator_on_every_rank_is_caught_on
     assert "(rank 1)" in restore["detail"] and "(rank 0)" not in restore["detail"]
 
 
-SMALL = """
-import os, sys, torch
-torch.set_num_threads(1); torch.set_default_dtype(torch.float64)
-SEED
-run, steps = sys.argv[1], int(sys.argv[2])
-model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-done = 0
-if len(sys.argv) > 3:
-    saved = torch.load(sys.argv[3], weights_only=True)
-    model.load_state_dict(saved["model"]); optimizer.load_state_dict(saved["optimizer"])
-    torch.set_rng_state(saved["rng"]); done = saved["done"]
-os.makedirs(run, exist_ok=True)
-x = torch.linspace(-1, 1, 8).reshape(4, 2)
-jitter = int.from_bytes(os.urandom(4), "little") / 2**32 * 1e-12  # each process its own rounding, as atomics do
-for done in range(done + 1, steps + 1):
-    optimizer.zero_grad(); (model(x).pow(2).mean() + JITTER * model[0].weight.sum()).backward(); optimizer.step()
-    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
-    torch.save({**state, "done": done}, f"{run}/{done}.pt")
-"""
-
-
 def small(tmp_path_factory, name: str, seed: str, jitter: str) -> str:
     """A small script's command: `seed` its seeding (or none), `jitter` what each process adds to its gradient."""
     script = tmp_path_factory.mktemp(name) / f"{name}.py"
-    script.write_text(SMALL.replace("SEED", seed).replace("JITTER", jitter))
+    script.write_text(SMALL_SCRIPT.replace("SEED", seed).replace("JITTER", jitter))
     return f"{PY} -B {shlex.quote(str(script))} {{run}} {{steps}}"
 
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from resumeproof.verify.report.result import Verification
-from tests.helpers import REPO, reusing, verification
+from tests.helpers import REPO, SMALL_SCRIPT, reusing, verification
 
 pytestmark = pytest.mark.xdist_group("versions")  # the runs of this checkout made once, the later versions reuse them
 
@@ -144,24 +144,7 @@ def test_another_interpreter_with_the_same_code_passes_and_says_where_it_resumed
     assert "every restore exact and every resume concordant" in line
 
 
-SCRIPT = """
-import os, sys, torch
-torch.set_num_threads(1); torch.set_default_dtype(torch.float64); torch.manual_seed(0)
-run, steps = sys.argv[1], int(sys.argv[2])
-model = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-done = 0
-if len(sys.argv) > 3:
-    saved = torch.load(sys.argv[3], weights_only=True)
-    model.load_state_dict(saved["model"]); optimizer.load_state_dict(saved["optimizer"]); done = saved["done"]
-    torch.set_rng_state(saved["rng"])
-os.makedirs(run, exist_ok=True)
-x = torch.linspace(-1, 1, 8).reshape(4, 2)
-for done in range(done + 1, steps + 1):
-    optimizer.zero_grad(); LOSS.backward(); optimizer.step()
-    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}
-    torch.save({**state, "done": done}, f"{run}/{done}.pt")
-"""
+SCRIPT = SMALL_SCRIPT.replace("SEED", "torch.manual_seed(0)").replace(" + JITTER * model[0].weight.sum()", "")
 LOSS = "model(x).pow(2).mean()"
 OBSERVED = ("--observe", "--steps", "4", "--interrupt-at", "2", "--jobs", "2", "--checkpoint", "{run}/{step}.pt")
 
@@ -172,9 +155,9 @@ def scripts(tmp_path_factory):
     one that no longer loads the optimizer's state."""
     root = tmp_path_factory.mktemp("scripts")
     versions = {
-        "a": SCRIPT.replace("LOSS", LOSS),
-        "kernel": SCRIPT.replace("LOSS", "((model(x) * model(x)).sum() / 4)"),
-        "optimizer": SCRIPT.replace("LOSS", LOSS).replace(' optimizer.load_state_dict(saved["optimizer"]);', ""),
+        "a": SCRIPT,
+        "kernel": SCRIPT.replace(LOSS, "((model(x) * model(x)).sum() / 4)"),
+        "optimizer": SCRIPT.replace(' optimizer.load_state_dict(saved["optimizer"])', ""),
     }
     for name, text in versions.items():
         (root / name).mkdir()
