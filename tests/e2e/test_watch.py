@@ -1,18 +1,22 @@
 """`resumeproof watch`: a long run's own restarts audited where they happen (docs/long-runs.md), on a plain loop that
 resumes by itself (tests/trainers/watched_loop.py): SIGKILLed, preempted by SIGTERM, restarted; every restart judged
 before its first update, a part dropped only on the SIGTERM path named (and stopped under --on-mismatch stop), a
-torn record never read as a mismatch, and the watched run's losses those of the same run unwatched."""
+torn record never read as a mismatch, and the watched run's losses those of the same run unwatched; under torchrun,
+a checkpoint rank 0 saves alone and a DCP folder every rank writes."""
 
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from resumeproof.common import watching
+from tests.helpers import REPO
 
 TRAINER = Path(__file__).resolve().parents[1] / "trainers" / "watched_loop.py"
 WATCH = [sys.executable, "-B", "-m", "resumeproof", "watch"]
@@ -153,6 +157,47 @@ def test_under_torchrun_each_rank_restart_is_judged_against_the_checkpoint_rank_
     assert by_rank[1].status == (watching.DIFFERS if bug else watching.EXACT)
     if bug:
         assert [d["part"] for d in by_rank[1].differences] == ["optimizer"]
+
+
+@pytest.fixture(scope="module")
+def dcp_run(tmp_path_factory) -> Path:
+    """The reference trainer under torchrun at 2 processes, watched: its checkpoint a DCP folder every rank writes."""
+    folder = tmp_path_factory.mktemp("dcp")
+    done = subprocess.run(dcp_watched(folder, "--steps", "4", "--output", str(folder / "run")), **RUN)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder
+
+
+RUN: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 240}
+
+
+def dcp_watched(folder: Path, *flags: str) -> list[str]:
+    torchrun = [sys.executable, "-B", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    return [*WATCH, "--run", str(folder / "watch"), "--", *torchrun, str(REPO / "train.py"), *flags]
+
+
+@pytest.mark.parametrize("omit", [None, "optimizer"])
+def test_a_dcp_checkpoint_is_recorded_by_every_rank_and_each_ranks_restart_is_judged(tmp_path, dcp_run, omit):
+    """dcp.save and dcp.load, as torch.save's and torch.load's (the folder named by its `.metadata`): each rank records
+    its own state, its own generators with it, and each rank's restart is held to its own record; a resume without
+    the optimizer's state is named on both ranks."""
+    watch = tmp_path / "watch"
+    shutil.copytree(dcp_run / "watch", watch)
+    flags = ["--steps", "6", "--output", str(tmp_path / "resumed"), "--resume", str(dcp_run / "run" / "checkpoint.pt")]
+    done = subprocess.run(dcp_watched(tmp_path, *flags, *([f"--omit={omit}"] if omit else [])), **RUN)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name.split(".")[1] for p in (watch / watching.SAVES).glob("*.json")) == [
+        "rank-0",
+        "rank-0",
+        "rank-1",
+        "rank-1",
+    ]
+    by_rank = {r.process["rank"]: r for r in restarts(tmp_path)}
+    assert sorted(by_rank) == [0, 1] and all(r.note is None for r in by_rank.values())  # each rank's own record
+    for restart in by_rank.values():
+        assert restart.checkpoint == str(dcp_run / "run" / "checkpoint.pt") and restart.saved_update == 4
+        assert restart.status == (watching.DIFFERS if omit else watching.EXACT)
+        assert omit is None or restart.differences[0]["part"] == "optimizer"
 
 
 def test_a_restart_with_no_update_left_to_make_has_its_line_unjudged(tmp_path):

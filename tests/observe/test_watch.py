@@ -82,3 +82,24 @@ def test_a_loop_that_saves_through_a_buffer_and_loads_from_an_open_file_is_judge
     assert found["keep-rng"][0]["checkpoint"].endswith("last.ckpt") and found["keep-rng"][0]["saved_update"] == 3
     assert [r["status"] for r in found["drop-rng"]] == [watching.DIFFERS]
     assert [d["part"] for d in found["drop-rng"][0]["differences"]] == ["rng-torch"]
+
+
+def test_dcp_is_watched_once_the_trainer_imports_it_and_never_imported_for_it(tmp_path):
+    """Importing torch.distributed.checkpoint costs a process about 0.6 s: the watch patches its save and load when
+    the trainer imports it, and a trainer that never does never pays for it. A DCP folder is named by its
+    `.metadata`, which the coordinator writes last."""
+    env = environment(dict(os.environ), tmp_path / "watch", watching.WARN)
+    code = "import sys, torch; print('torch.distributed.checkpoint' in sys.modules)"
+    done = subprocess.run([sys.executable, "-B", "-c", code], env=env, capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip()) == (0, "False"), done.stderr
+    code = "import torch.distributed.checkpoint as dcp; print(dcp.save.__qualname__, dcp.load.__qualname__)"
+    done = subprocess.run([sys.executable, "-B", "-c", code], env=env, capture_output=True, text=True)
+    assert done.stdout.split() == ["_watch_dcp.<locals>.saving", "_watch_dcp.<locals>.loading"], done.stderr
+    folder = tmp_path / "step-4"
+    folder.mkdir()
+    assert watch._digest_of(folder, written=True) is None  # no `.metadata` yet: not a checkpoint
+    (folder / ".metadata").write_bytes(b"metadata")
+    assert watch._digest_of(folder, written=True) == watch._digest_of(folder / ".metadata", written=True)
+    assert watch._dcp_folder({"checkpoint_id": str(folder)}) == folder
+    assert watch._dcp_folder({"storage_writer": type("W", (), {"path": folder})()}) == folder
+    assert watch._dcp_folder({"storage_reader": object()}) is None  # another store: nothing to fingerprint
