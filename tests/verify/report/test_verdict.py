@@ -17,7 +17,17 @@ from resumeproof.verify.report import junit, markdown, terminal
 from resumeproof.verify.report.result import Verification
 from resumeproof.verify.report.verdict import SHOWN, failure
 from resumeproof.verify.vocabulary.band import Band
-from resumeproof.verify.vocabulary.findings import AT_RESTORE, DIRECT, Check, Determinism, Diagnosis, Fault
+from resumeproof.verify.vocabulary.findings import (
+    AT_RESTORE,
+    CHANGED_CODE,
+    DIRECT,
+    Across,
+    Check,
+    Determinism,
+    Diagnosis,
+    Fault,
+    Side,
+)
 from tests.helpers import REPO
 
 REPORT = Path("runs/x/verification.json")
@@ -333,3 +343,32 @@ def test_a_pass_with_faults_that_did_not_apply_lists_them_in_every_report_and_ju
     assert root.find("testsuite").get("skipped") == "2" and root.find("testsuite").get("failures") == "0"
     junit.write(tmp_path / "junit.xml", v, REPORT)
     xmlschema.XMLSchema(REPO / "tests" / "data" / "junit.xsd").validate(tmp_path / "junit.xml")  # raises with why
+
+
+SIDE = Side(
+    executable="/a/bin/python", python="3.11.7", torch="2.13.0+cpu", script="train.py", code_sha256="0" * 64, files=3
+)
+ACROSS = Across(run=SIDE, resume=replace(SIDE, torch="2.14.0+cpu"), differs=("torch 2.13.0+cpu vs 2.14.0+cpu",))
+
+
+def test_a_resume_by_other_code_says_where_it_resumed_and_tells_a_changed_trajectory_from_a_lost_part(tmp_path):
+    """Across versions (judge/records/versions.py): the verdict names the other environment; a trajectory the code
+    moved says so, by how much, with no part blamed; a part lost at the restore is said as such."""
+    passed = failing(check(CheckKind.RESUME, "resumed", passed=True), check(CheckKind.RESTORE, "resumed", passed=True))
+    passed.across = ACROSS
+    assert passed.verdict.line.startswith(
+        "PASSED: resumed by other code (torch 2.13.0+cpu vs 2.14.0+cpu): every restore exact and every resume "
+        "concordant"
+    )
+    moved = Diagnosis(lost=(), rule=CHANGED_CODE, step=6, evidence="history[5].loss", explanation="it moved first")
+    changed = failing(resumed(moved, first_mismatch="history[5].loss", max_abs_diff=3e-8), across=ACROSS)
+    assert changed.verdict.line == (
+        "FAILED: resumed by other code (torch 2.13.0+cpu vs 2.14.0+cpu): resumed (from step 5) differs from continuous "
+        "from update 6 (history[5].loss), by up to 3e-08; changed by the resume's code: it moved first"
+    )
+    assert moved.named == "none" and "lost" not in changed.verdict.line
+    at_restore = check(CheckKind.RESTORE, "resumed", resumed_at=5, diagnosis=lost("scheduler", rule=AT_RESTORE))
+    lost_part = failing(at_restore, resumed(None), across=ACROSS)
+    assert "lost scheduler" in lost_part.verdict.line and "changed by" not in lost_part.verdict.line
+    assert Verification.from_json(changed.to_json()).across == ACROSS  # written and read back
+    assert "**Resumed by other code** (torch 2.13.0+cpu vs 2.14.0+cpu)" in markdown.summary(changed, REPORT)
