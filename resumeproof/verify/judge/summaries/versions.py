@@ -22,9 +22,8 @@ def held(t: Trajectory, e: Expectation, a: Against) -> Held:
     lost = restore.diagnosis if restore is not None and not restore.passed else None
     why: Diagnosis | None = lost
     if lost is None and not result.concordant:
-        step, _, evidence = first_record(a.continuous.history, other.history, a.atol)
-        fields = sorted({path.split(":")[0].rsplit(".", 1)[-1] for path in evidence})
-        moved = ", ".join(MOVED.get(field, field) for field in fields) if step is not None else None
+        step, fields, evidence = first_record(a.continuous.history, other.history, a.atol)
+        moved = ", ".join(MOVED.get(field, field) for field in sorted(fields)) if step is not None else None
         said = "; ".join(evidence) or f"{result.first_path}: {result.mismatches[0].reason}"
         why = changed(continuous, resumed, e.resumed_at, a.parts, (step, moved, said))
     entry = resume_entry(a.continuous, other, result, parts_of["state"], why, None)
