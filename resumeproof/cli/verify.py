@@ -254,25 +254,28 @@ def run_verify(
         lambda: Settings(
             output=output,
             steps=steps,
-            points=settings.parse_points(interrupt_at, steps),  # empty for epochs: read off the continuous run
+            interrupt_at=settings.parse_interrupt_at(interrupt_at, steps),
             atol=atol,
             train_cmd=train_cmd,
             jobs=jobs,
             timeout=timeout,
-            torch_load=torch_load,
             faults=settings.parse_faults(faults, script=script),
-            segments=settings.parse_segments(segments, steps),
-            cadence=1 if check_cadence else 0,
-            plot=plot,
-            allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
             resume_cmd=resume_cmd,
-            repeat=repeat,
-            observe=not no_observe,
             require_deterministic=require_deterministic,
-            script=settings.parse_script(checkpoint, stop, resume_from_run) if script else None,
-            points_from=settings.points_from(interrupt_at),
-            epochs=epochs or 0,
             reuse_runs=reuse_runs,
+            subject=(
+                settings.parse_script(checkpoint, stop, resume_from_run, epochs or 0)
+                if script
+                else settings.Trainer(
+                    segments=settings.parse_segments(segments, steps),
+                    cadence=1 if check_cadence else 0,
+                    repeat=repeat,
+                    observe=not no_observe,
+                    plot=plot,
+                    allow=Allowances(unsafe_pickle=tuple(allow_unsafe_pickle), opaque=tuple(allow_opaque)),
+                    torch_load=torch_load,
+                )
+            ),
             launch=launchers.Launch(
                 launcher=launcher,
                 partition=slurm_partition,

@@ -6,9 +6,10 @@ value built in code is held to it as well.
 
 import math
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
+from typing import ClassVar
 
 from resumeproof.common import observation
 from resumeproof.common.allowances import NONE_ALLOWED, Allowances
@@ -20,14 +21,33 @@ DEFAULT_POINT = 5  # the default interruption point: mid-epoch for the bundled t
 
 
 class PointsFrom(StrEnum):
-    """Where --interrupt-at's points come from: given (k, a list, `all`), or read off the continuous run."""
+    """Which of the continuous run's events `--interrupt-at` reads its points off."""
 
-    GIVEN = "given"
     EPOCHS = "epochs"  # every epoch boundary within N and one point inside each epoch
     CHECKPOINTS = "checkpoints"  # after each update the continuous run wrote a checkpoint at (--observe)
 
 
-GIVEN, EPOCHS, CHECKPOINTS = PointsFrom.GIVEN, PointsFrom.EPOCHS, PointsFrom.CHECKPOINTS
+EPOCHS, CHECKPOINTS = PointsFrom.EPOCHS, PointsFrom.CHECKPOINTS
+
+
+@dataclass(frozen=True)
+class Given:
+    """--interrupt-at k, a list of k or `all`: the interruption points, the primary one first."""
+
+    points: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ReadOff:
+    """--interrupt-at epochs or checkpoints: the points the continuous run shows (empty until it ran)."""
+
+    source: PointsFrom
+    points: tuple[int, ...] = ()
+
+
+InterruptAt = Given | ReadOff  # --interrupt-at, one of its two forms
+
+
 ALL = "all"  # --faults all: the parts the trainer declares (meta.parts), else the standard set
 # The placeholders of an unmodified script's commands (--observe, docs/observe.md), and why each is needed.
 RUN, STEPS, CHECKPOINT, STEP = "{run}", "{steps}", "{checkpoint}", "{step}"
@@ -53,6 +73,20 @@ class SettingsError(ResumeproofError):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Trainer:
+    """What only a protocol trainer's verification is told: its checkpoints are the protocol's files, written where
+    the verifier says, and its restarts are the protocol's flags (verify/plan/trainer.py)."""
+
+    segments: tuple[tuple[int, ...], ...] = ()  # chains: updates per process, summing to N
+    cadence: int = 0  # also run continuous with --checkpoint-every CADENCE (0: no)
+    repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
+    observe: bool = True  # the observer watches every trajectory (--no-observe: the summaries alone)
+    plot: bool = False  # write verification.png
+    allow: Allowances = NONE_ALLOWED  # checkpoint files accepted although they can run code or cannot be read
+    torch_load: bool = False  # also load every checkpoint with torch.load(weights_only=True)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Script:
     """What only an unmodified script's verification (--observe) is told: it is judged from the observer's records
     alone (verify/plan/script.py), and its commands take placeholders where a protocol trainer takes flags."""
@@ -60,65 +94,80 @@ class Script:
     checkpoint: str  # the interrupted run's checkpoint, `{run}` and `{step}` (--checkpoint)
     stop: str = observation.EXIT  # how the observer ends the interrupted run (observation.STOPS)
     resume_from_run: bool = False  # each resume's `{run}`: a fresh copy of the interrupted run's folder
+    epochs: int = 0  # --epochs E: fills {epochs}; N (steps 0 until then) is read off the continuous run
+    epoch_updates: int = 0  # with --epochs: updates per epoch, N / E, read off the continuous run (0 until then)
+    # What a script's verification is never asked for (the command refuses the flags): its files are judged by the
+    # observer's records, which no plot, allowance, torch.load or chain of segments adds to.
+    segments: ClassVar[tuple[tuple[int, ...], ...]] = ()
+    plot: ClassVar[bool] = False
+    allow: ClassVar[Allowances] = NONE_ALLOWED
+    torch_load: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, kw_only=True)
 class Settings:
-    """One verification: of a trainer that speaks the protocol, or (`script`) of an unmodified script."""
+    """One verification: its core, where its points come from, where it runs, and what it verifies (a trainer that
+    speaks the protocol, or an unmodified script), each typed by what it configures."""
 
     output: Path  # run directory of this verification; must not exist
-    steps: int  # N: updates of the continuous run
-    points: tuple[int, ...]  # interruption points k, the primary one first (empty until read off the continuous run)
+    steps: int  # N: updates of the continuous run (0 with --epochs until the continuous run ends)
+    interrupt_at: InterruptAt  # the interruption points k, given or read off the continuous run
     atol: float  # absolute tolerance, no relative one
     train_cmd: str  # command line the protocol flags are appended to
     jobs: int  # processes at once
     timeout: float  # seconds per trajectory before it is killed
-    torch_load: bool = False  # also load every checkpoint with torch.load(weights_only=True)
     faults: tuple[str, ...] = ()  # parts to omit, one resume each
-    segments: tuple[tuple[int, ...], ...] = ()  # chains: updates per process, summing to N
-    cadence: int = 0  # also run continuous with --checkpoint-every CADENCE (0: no)
-    plot: bool = False  # write verification.png
-    allow: Allowances = NONE_ALLOWED  # checkpoint files accepted although they can run code or cannot be read
     resume_cmd: str | None = None  # --resume-cmd: what every resuming process runs instead (another world size)
-    repeat: bool = False  # --repeat: run the continuous run twice even when every comparison passes
-    observe: bool = True  # the observer watches every trajectory (--no-observe: the summaries alone)
     require_deterministic: bool = False  # a trainer that differs from itself fails (else: the restore, the spread)
-    script: "Script | None" = None  # --observe: an unmodified script's own settings (None: a protocol trainer)
-    epochs: int = 0  # --epochs E: fills {epochs}; N (steps 0 until then) is read off the continuous run
-    epoch_updates: int = 0  # with --epochs: updates per epoch, N / E, read off the continuous run (0 until then)
     launch: Launch = LOCAL_LAUNCH  # where the trajectories run: --launcher, --slurm-*, --ray-* (docs/cluster.md)
     reuse_runs: Path | None = None  # an earlier verification whose identical runs are copied (verify/run/reuse.py)
-    points_from: PointsFrom = PointsFrom.GIVEN  # --interrupt-at epochs or checkpoints: read off the continuous run
+    subject: Trainer | Script = Trainer()  # what is verified, with the options only it is told
 
     def __post_init__(self) -> None:
         if not (self.epochs and self.steps == 0):  # with --epochs, N is unknown until the continuous run ends
             at_least("--steps", self.steps, 2)
         at_least("--jobs", self.jobs, 1)
-        at_least("--check-cadence", self.cadence, 0)
         if not (math.isfinite(self.atol) and self.atol >= 0):
             raise SettingsError("--atol", f"{self.atol} must be a finite number >= 0")
         if not self.timeout > 0:  # NaN included
             raise SettingsError("--timeout", f"{self.timeout} must be a number of seconds > 0")
         if self.steps and (self.points or not self.deferred):
             _check_points(",".join(map(str, self.points)), self.points, self.steps)
-        for chain in self.segments:
-            _check_chain(",".join(map(str, chain)), chain, self.steps)
         parse_train_cmd(self.train_cmd)
         _check_launch(self.launch)
         if self.resume_cmd is not None:
             parse_train_cmd(self.resume_cmd, "--resume-cmd")
         _check_epochs(self)
         _check_reuse(self)
-        if self.script is not None:
-            _check_script(self, self.script)
+        if isinstance(self.subject, Script):
+            _check_script(self, self.subject)
         else:
-            _check_parts(self.faults)
+            _check_trainer(self, self.subject)
+
+    @property
+    def points(self) -> tuple[int, ...]:
+        """The interruption points, the primary one first (none while they are still to be read off)."""
+        return self.interrupt_at.points
+
+    def with_points(self, found: list[int] | tuple[int, ...]) -> "Settings":
+        """These settings with the points read off the continuous run, the primary one first."""
+        return replace(self, interrupt_at=replace(self.interrupt_at, points=primary_first(found)))
+
+    @property
+    def read_off(self) -> PointsFrom | None:
+        """Which of the continuous run's events the points are read off; None where they are given."""
+        return self.interrupt_at.source if isinstance(self.interrupt_at, ReadOff) else None
 
     @property
     def deferred(self) -> bool:
         """Whether the points, or N, are still to be read off the continuous run."""
-        unread = self.points_from is not PointsFrom.GIVEN and not self.points
+        unread = self.read_off is not None and not self.points
         return unread or (self.epochs > 0 and not self.steps)
+
+    @property
+    def epochs(self) -> int:
+        """--epochs (a script's alone): 0 where the run's length is given in updates."""
+        return self.subject.epochs if isinstance(self.subject, Script) else 0
 
     @property
     def primary(self) -> int:
@@ -139,10 +188,29 @@ class Settings:
         return self.resume_cmd or self.train_cmd
 
     @property
+    def trainer(self) -> Trainer:
+        """A protocol trainer's own settings, where the verification is of one (verify/plan/trainer.py)."""
+        assert isinstance(self.subject, Trainer), "only a protocol trainer's verification has them"
+        return self.subject
+
+    @property
     def scripted(self) -> Script:
         """A script's own settings, where the verification is of one (verify/plan/script.py)."""
-        assert self.script is not None, "only a script's verification has them"
-        return self.script
+        assert isinstance(self.subject, Script), "only a script's verification has them"
+        return self.subject
+
+    @property
+    def observed(self) -> bool:
+        """Whether the observer watches the trajectories: a script's always, a trainer's unless --no-observe."""
+        return isinstance(self.subject, Script) or self.subject.observe
+
+
+def _check_trainer(s: Settings, trainer: Trainer) -> None:
+    """A protocol trainer's own options: chains that sum to N, a cadence, faults named as parts."""
+    at_least("--check-cadence", trainer.cadence, 0)
+    for chain in trainer.segments:
+        _check_chain(",".join(map(str, chain)), chain, s.steps)
+    _check_parts(s.faults)
 
 
 def _check_script(s: Settings, script: Script) -> None:
@@ -220,7 +288,7 @@ def _check_preempt(launch: Launch) -> None:
 def _check_reuse(s: Settings) -> None:
     if s.reuse_runs is None:
         return
-    if not s.observe:
+    if not s.observed:
         raise SettingsError("--reuse-runs", "needs the observer: its records are what show the code unchanged")
     if s.reuse_runs.resolve() == s.output.resolve():
         raise SettingsError("--reuse-runs", f"{s.reuse_runs} is this verification's own --output")
@@ -228,9 +296,10 @@ def _check_reuse(s: Settings) -> None:
 
 def _check_epochs(s: Settings) -> None:
     """--epochs, {epochs}, {epoch} and --interrupt-at checkpoints: only where the run can say what they mean."""
-    if (s.epochs or s.points_from is CHECKPOINTS) and s.script is None:
-        raise SettingsError("--epochs" if s.epochs else "--interrupt-at", "applies only with --observe")
-    if s.epochs and s.steps and s.steps != s.epochs * s.epoch_updates:
+    from_checkpoints = s.read_off is CHECKPOINTS
+    if from_checkpoints and not isinstance(s.subject, Script):
+        raise SettingsError("--interrupt-at", "applies only with --observe")
+    if s.epochs and s.steps and s.steps != s.epochs * s.scripted.epoch_updates:
         raise SettingsError("--steps", "does not apply with --epochs: N is read off the continuous run")
     commands = (("--train-cmd", s.train_cmd), ("--resume-cmd", s.resume_cmd or ""))
     for flag, text in commands:
@@ -238,14 +307,14 @@ def _check_epochs(s: Settings) -> None:
             raise SettingsError("--epochs", f"is required: {flag} {text!r} takes {RUN_EPOCHS}")
         if STEPS in text and s.epochs:
             raise SettingsError(flag, f"{text!r} takes {STEPS}: with --epochs the run length is {RUN_EPOCHS}")
-    pattern = s.script.checkpoint if s.script is not None else ""
+    pattern = s.subject.checkpoint if isinstance(s.subject, Script) else ""
     if EPOCH in pattern and not s.epochs:
         raise SettingsError(
             "--checkpoint",
             f"{pattern!r} takes {EPOCH} without --epochs: the updates per epoch are read off a run "
             f"told its length in epochs ({RUN_EPOCHS} in the commands)",
         )
-    if s.points_from is CHECKPOINTS and STEP not in pattern and EPOCH not in pattern:
+    if from_checkpoints and STEP not in pattern and EPOCH not in pattern:
         raise SettingsError(
             "--interrupt-at",
             f"{CHECKPOINTS} needs {STEP} or {EPOCH} in --checkpoint: the name {pattern!r} does not "
@@ -253,11 +322,11 @@ def _check_epochs(s: Settings) -> None:
         )
 
 
-def parse_script(checkpoint: str | None, stop: str, resume_from_run: bool) -> Script:
+def parse_script(checkpoint: str | None, stop: str, resume_from_run: bool, epochs: int = 0) -> Script:
     """--observe's own options: --checkpoint is required, the rest is checked with the commands (`Settings`)."""
     if checkpoint is None:
         raise SettingsError("--checkpoint", "is required with --observe")
-    return Script(checkpoint=checkpoint, stop=stop, resume_from_run=resume_from_run)
+    return Script(checkpoint=checkpoint, stop=stop, resume_from_run=resume_from_run, epochs=epochs)
 
 
 def parse_train_cmd(train_cmd: str, flag: str = "--train-cmd") -> str:
@@ -277,23 +346,18 @@ def parse_slurm_signal(spec: str) -> SlurmSignal:
         raise SettingsError("--slurm-signal", str(err)) from None
 
 
-def points_from(spec: str) -> PointsFrom:
-    """--interrupt-at: read off the continuous run (`epochs`, `checkpoints`), or given."""
-    return PointsFrom(spec) if spec in (EPOCHS, CHECKPOINTS) else PointsFrom.GIVEN
-
-
-def parse_points(spec: str, steps: int) -> tuple[int, ...]:
-    """'5', '1,4,6,9', 'all' (every k from 1 to N-1), 'epochs' or 'checkpoints' (inferred later: empty here);
-    `steps` 0: N is unknown until the continuous run ends (--epochs), and the points are checked then."""
+def parse_interrupt_at(spec: str, steps: int) -> InterruptAt:
+    """'5', '1,4,6,9', 'all' (every k from 1 to N-1): given; 'epochs' or 'checkpoints': read off the continuous run.
+    `steps` 0: N is unknown until the continuous run ends (--epochs), and given points are checked then."""
     if spec in (EPOCHS, CHECKPOINTS):
-        return ()
+        return ReadOff(PointsFrom(spec))
     if not steps:
-        if spec == "all":
+        if spec == ALL:
             raise SettingsError("--interrupt-at", "'all' needs N before the run; with --epochs give k, or checkpoints")
-        return primary_first(_ints(spec, "--interrupt-at"))
-    points = list(range(1, steps)) if spec == "all" else _ints(spec, "--interrupt-at")
+        return Given(primary_first(_ints(spec, "--interrupt-at")))
+    points = list(range(1, steps)) if spec == ALL else _ints(spec, "--interrupt-at")
     _check_points(spec, points, steps)
-    return primary_first(points)
+    return Given(primary_first(points))
 
 
 def _check_points(spec: str, points: list[int] | tuple[int, ...], steps: int) -> None:

@@ -28,7 +28,7 @@ from resumeproof.verify.run import reuse
 from resumeproof.verify.run.launch import LAUNCHES, launcher_for
 from resumeproof.verify.run.outputs import Accepted
 from resumeproof.verify.run.trajectories import Trajectory, first_error, run_all
-from resumeproof.verify.settings import Settings
+from resumeproof.verify.settings import Script, Settings
 
 if TYPE_CHECKING:  # the judging modules load once the first trainers run (see LATER)
     from resumeproof.verify.judge.asked import Asked
@@ -65,7 +65,7 @@ def _accept_summary(s: Settings, t: Trajectory) -> Accepted | None:
     if t.observe is not None and t.observe.stop is not None:  # ended by the observer: its records are what it left
         accept.halted(t)
         return None
-    return accept.accept(t, s.allow)
+    return accept.accept(t, s.subject.allow)
 
 
 def _ask_trainer(s: Settings, trajectories: list[Trajectory]) -> "Asked":
@@ -118,7 +118,7 @@ def verify(s: Settings, out: Console) -> Verification:
     refuse_existing(s.output)
     (s.output / "logs").mkdir(parents=True)
     (s.output / trainer_plan.OBSERVED).mkdir()
-    way = SCRIPT if s.script is not None else TRAINER
+    way = SCRIPT if isinstance(s.subject, Script) else TRAINER
     trajectories = way.first(s)
     error = _run(trajectories, s, way, out)
     if error is None and s.deferred:  # the points, or N, read off the continuous run; then the rest of the plan

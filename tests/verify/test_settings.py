@@ -2,6 +2,7 @@
 checks held again by the settings object itself (a value built in code obeys it too)."""
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,11 @@ from resumeproof.verify.chaos.settings import ChaosSettings
 from resumeproof.verify.run.launch import Launch, SlurmSignal
 from resumeproof.verify.settings import (
     PointsFrom,
+    ReadOff,
     Settings,
     SettingsError,
     parse_faults,
-    parse_points,
+    parse_interrupt_at,
     parse_segments,
     parse_slurm_signal,
 )
@@ -25,7 +27,7 @@ from resumeproof.verify.settings import (
 VERIFY = {
     "output": Path("/r"),
     "steps": 10,
-    "points": (5,),
+    "interrupt_at": settings.Given((5,)),
     "atol": 1e-12,
     "train_cmd": "t",
     "jobs": 2,
@@ -39,13 +41,13 @@ CHAOS = {"output": Path("/c"), "train": ["t"], "kills": 2, "steps": 6, "checkpoi
     [("5", (5,)), ("1,4,6,9", (1, 4, 6, 9)), ("9,5,1", (5, 9, 1)), ("all", (5, 1, 2, 3, 4, 6, 7, 8, 9))],
 )
 def test_interruption_points_put_the_default_point_first_when_chosen(spec, points):
-    assert parse_points(spec, 10) == points
+    assert parse_interrupt_at(spec, 10) == settings.Given(points)
 
 
 @pytest.mark.parametrize("spec", ["0", "10", "3,3", "", "a,b"])
 def test_bad_interruption_points_are_refused(spec):
     with pytest.raises(SettingsError):
-        parse_points(spec, 10)
+        parse_interrupt_at(spec, 10)
 
 
 def test_faults_all_waits_for_the_parts_the_trainer_declares_and_duplicates_collapse():
@@ -89,23 +91,33 @@ def refused_by_the_command(tmp_path, *args: str) -> str:
 def test_the_command_and_the_verification_settings_refuse_the_same_values(tmp_path, flag, given, field, value):
     assert flag in refused_by_the_command(tmp_path, "verify", flag, given)
     with pytest.raises(SettingsError) as refused:
-        Settings(**{**VERIFY, field: value})
+        settings_of({**VERIFY, field: value})
     assert refused.value.flag == flag
 
 
 SCRIPT = ("--observe", "--train-cmd", "t {run} {steps}", "--resume-cmd", "t {run} {steps} {checkpoint}")
 SCRIPT_FIELDS = {"observe_script": True, "train_cmd": SCRIPT[2], "resume_cmd": SCRIPT[4], "checkpoint": "{run}/c"}
-SCRIPT_OWN = ("checkpoint", "stop", "resume_from_run")  # --observe's own options: a Script's fields
+SCRIPT_OWN = ("checkpoint", "stop", "resume_from_run", "epochs", "epoch_updates")  # --observe's own: a Script's
+TRAINER_OWN = ("segments", "cadence", "repeat", "observe", "plot", "allow", "torch_load")  # a Trainer's fields
 
 
 def settings_of(fields: dict) -> Settings:
-    """Settings from flat fields as the command line gives them: with `observe_script`, --observe's own options
-    into its `Script` as the command line builds it (settings.parse_script)."""
-    rest = {k: v for k, v in fields.items() if k not in (*SCRIPT_OWN, "observe_script")}
-    if not fields.get("observe_script"):
-        return Settings(**rest)
-    own = {"stop": EXIT, "resume_from_run": False, **{k: fields.get(k) for k in SCRIPT_OWN if k in fields}}
-    return Settings(**rest, script=settings.parse_script(own["checkpoint"], own["stop"], own["resume_from_run"]))
+    """Settings from flat fields as the command line gives them: `points` (or `points_from` with the points still
+    to be read off) into --interrupt-at's form; a trainer's own options into its `Trainer`, or with `observe_script`
+    --observe's own into its `Script` as the command line builds it (settings.parse_script)."""
+    points, source = fields.get("points", ()), fields.get("points_from")
+    interrupt_at = settings.ReadOff(source, points) if source is not None else settings.Given(points)
+    scripted = fields.get("observe_script")
+    own = (*(SCRIPT_OWN if scripted else TRAINER_OWN), "observe_script", "points", "points_from")
+    rest = {k: v for k, v in fields.items() if k not in own}  # a script's option for a trainer: a TypeError
+    if "points" in fields or source is not None:
+        rest["interrupt_at"] = interrupt_at
+    if not scripted:
+        return Settings(**rest, subject=settings.Trainer(**{k: v for k, v in fields.items() if k in TRAINER_OWN}))
+    script = {"stop": EXIT, "resume_from_run": False, **{k: fields.get(k) for k in SCRIPT_OWN if k in fields}}
+    parsed = settings.parse_script(script["checkpoint"], script["stop"], script["resume_from_run"])
+    more = {k: script[k] for k in ("epochs", "epoch_updates") if k in script}
+    return Settings(**rest, subject=replace(parsed, **more))
 
 
 @pytest.mark.parametrize(
@@ -148,13 +160,13 @@ def test_resume_from_run_is_refused_for_a_protocol_trainer_by_the_command_and_ha
     said = refused_by_the_command(tmp_path, "verify", "--resume-from-run")
     assert "--resume-from-run applies only with --observe" in said
     with pytest.raises(TypeError, match="resume_from_run"):
-        Settings(**{**VERIFY, "resume_from_run": True})
+        Settings(**VERIFY, resume_from_run=True)
 
 
 def test_settings_inferring_their_points_may_hold_none_until_the_continuous_run_gives_them():
-    assert Settings(**{**VERIFY, "points": (), "points_from": PointsFrom.EPOCHS}).points == ()
+    assert Settings(**{**VERIFY, "interrupt_at": ReadOff(PointsFrom.EPOCHS)}).points == ()
     with pytest.raises(SettingsError, match="--interrupt-at"):
-        Settings(**{**VERIFY, "points": ()})
+        Settings(**{**VERIFY, "interrupt_at": settings.Given(())})
 
 
 @pytest.mark.parametrize(
@@ -205,7 +217,6 @@ EPOCH_SCRIPT = {
         ({"train_cmd": "t --out {run}"}, "--train-cmd: 't --out {run}' lacks {epochs}: with --epochs every process"),
         ({"train_cmd": "t {epochs} {steps} {run}"}, "takes {steps}: with --epochs the run length is {epochs}"),
         ({"steps": 12, "epoch_updates": 5}, "--steps: does not apply with --epochs"),
-        ({"observe_script": False}, "--epochs: applies only with --observe"),
         (
             {"checkpoint": "{run}/last.pth.tar", "points_from": PointsFrom.CHECKPOINTS},
             "--interrupt-at: checkpoints needs {step}",
@@ -223,9 +234,10 @@ def test_an_epoch_pattern_without_epochs_is_refused_by_the_command_before_anythi
     args = ("--resume-cmd", train + " {checkpoint}", "--checkpoint", "{run}/checkpoint-{epoch}.pth.tar")
     said = refused_by_the_command(tmp_path, "verify", "--observe", "--train-cmd", train, *args)
     assert "--checkpoint: '{run}/checkpoint-{epoch}.pth.tar' takes {epoch} without --epochs" in said
-    assert parse_points("checkpoints", 10) == () and parse_points("4,8", 0) == (4, 8)
+    assert parse_interrupt_at("checkpoints", 10) == ReadOff(PointsFrom.CHECKPOINTS, ())
+    assert parse_interrupt_at("4,8", 0) == settings.Given((4, 8))
     with pytest.raises(SettingsError, match="'all' needs N before the run"):
-        parse_points("all", 0)
+        parse_interrupt_at("all", 0)
 
 
 @pytest.mark.parametrize(

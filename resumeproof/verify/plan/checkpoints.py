@@ -23,7 +23,7 @@ def path(s: Settings, run: Path, step: int) -> Path:
     update ended)."""
     filled = s.scripted.checkpoint.replace(RUN, str(run)).replace(STEP, str(step))
     if EPOCH in filled:
-        filled = filled.replace(EPOCH, str(step // s.epoch_updates - 1))
+        filled = filled.replace(EPOCH, str(step // s.scripted.epoch_updates - 1))
     return Path(filled)
 
 
@@ -49,19 +49,19 @@ def measured(s: Settings, continuous: observation.Observation) -> Settings:
             f"--epochs {s.epochs}: the continuous run ran {n} updates, not the same number in every epoch, so "
             f"{EPOCH} cannot be placed (a sampler whose epochs differ in length: give --steps and {STEP})"
         )
-    return replace(s, steps=n, epoch_updates=n // s.epochs)
+    return replace(s, steps=n, subject=replace(s.scripted, epoch_updates=n // s.epochs))
 
 
 def ends_epoch(s: Settings, step: int) -> bool:
     """Whether `{epoch}` can name the checkpoint of a run stopped after update `step` (always with `{step}` alone)."""
-    return EPOCH not in s.scripted.checkpoint or step % s.epoch_updates == 0
+    return EPOCH not in s.scripted.checkpoint or step % s.scripted.epoch_updates == 0
 
 
 def at_epoch_ends(s: Settings) -> None:
     """Given points under an `{epoch}` pattern must be where an epoch ends: there is no file of the others."""
     inside = [k for k in s.points if not ends_epoch(s, k)]
     if inside:
-        u = s.epoch_updates
+        u = s.scripted.epoch_updates
         ends = ", ".join(f"{u * (e + 1)} (epoch {e})" for e in range(min(3, s.epochs - 1))) or "none: raise --epochs"
         raise TrajectoryError(
             f"--interrupt-at {inside[0]}: {EPOCH} in --checkpoint names a checkpoint only where an epoch ends, and "
@@ -89,7 +89,7 @@ def written(s: Settings, run: Path) -> dict[int, Path]:
 
 
 def _step(s: Settings, unit: str, number: int) -> int:
-    return (number + 1) * s.epoch_updates if unit == EPOCH else number
+    return (number + 1) * s.scripted.epoch_updates if unit == EPOCH else number
 
 
 def points(s: Settings, run: Path) -> tuple[int, ...]:
@@ -106,7 +106,7 @@ def points(s: Settings, run: Path) -> tuple[int, ...]:
 def hint(s: Settings, run: Path) -> str:
     """What a run did write, in the pattern's own unit: epochs as epochs, steps as steps."""
     pattern = s.scripted.checkpoint.replace(RUN, str(run))
-    if EPOCH in pattern and s.epoch_updates:
+    if EPOCH in pattern and s.scripted.epoch_updates:
         files = written(s, run)
         said = ", ".join(f"{p.name} after update {k}" for k, p in list(files.items())[:4])
         return f" (it wrote {said}: choose --interrupt-at among those updates, or checkpoints)" if files else ""

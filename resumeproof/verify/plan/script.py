@@ -195,10 +195,10 @@ def inferred(s: Settings, trajectories: Sequence[Trajectory]) -> tuple[Settings,
     seen = observation.read_all(continuous.observe.record)
     try:
         s = checkpoints.measured(s, first_rank(seen))
-        if s.points_from is CHECKPOINTS:
-            s = replace(s, points=checkpoints.points(s, continuous.output))
-        elif s.points_from is EPOCHS:
-            s = replace(s, points=epoch_points(s, seen))
+        if s.read_off is CHECKPOINTS:
+            s = s.with_points(checkpoints.points(s, continuous.output))
+        elif s.read_off is EPOCHS:
+            s = s.with_points(epoch_points(s, seen))
         checkpoints.at_epoch_ends(s)
     except (TrajectoryError, SettingsError) as err:
         return s, [], str(err)
@@ -251,8 +251,8 @@ def epoch_points(s: Settings, continuous: dict[int | None, observation.Observati
     """`--interrupt-at epochs` read off the continuous run: every k after which it made a new DataLoader iterator
     (an epoch starts, or an evaluation loop), and the middle of every stretch between them; with --epochs, every
     epoch's end, and the middles only where the pattern can name them (`{step}`, not `{epoch}`)."""
-    if s.epoch_updates:
-        ends = tuple(range(s.epoch_updates, s.steps, s.epoch_updates))
+    if s.scripted.epoch_updates:
+        ends = tuple(range(s.scripted.epoch_updates, s.steps, s.scripted.epoch_updates))
         if not ends:
             raise TrajectoryError(f"--interrupt-at epochs: --epochs {s.epochs} ends no epoch before the last update")
         return primary_first(ends if EPOCH in s.scripted.checkpoint else Epochs(0, ends).points(s.steps))

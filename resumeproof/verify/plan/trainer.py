@@ -33,7 +33,7 @@ from resumeproof.common.protocol import (
 from resumeproof.verify.plan import points
 from resumeproof.verify.run.launch import SIGNAL, Preempt
 from resumeproof.verify.run.trajectories import Observe, Trajectory
-from resumeproof.verify.settings import ALL, Settings, primary_first
+from resumeproof.verify.settings import ALL, Settings
 from resumeproof.verify.vocabulary.expectation import Expect, Expectation
 
 FLAT_FILE = "flat.bin"
@@ -51,7 +51,7 @@ def reference(s: Settings, name: str = CONTINUOUS) -> Trajectory:
     if name == REPEAT:
         check = CheckId(kind=CheckKind.DETERMINISM, trajectory=REPEAT)
         expect = Expectation(kind=Expect.REPEAT, id=check, name="the continuous run repeats itself exactly")
-    starts = [*s.points, *(sum(chain[:j]) for chain in s.segments for j in range(1, len(chain)))]
+    starts = [*s.points, *(sum(chain[:j]) for chain in s.trainer.segments for j in range(1, len(chain)))]
     around = {n for k in starts for n in (k, k + 1, k + 2)}  # the last update before each resume, the two after it
     observe = _observe(s, name, {1, s.steps, *around})
     log = s.output / "logs" / f"{name}.log"
@@ -61,7 +61,7 @@ def reference(s: Settings, name: str = CONTINUOUS) -> Trajectory:
 def _observe(s: Settings, name: str, updates: set[int]) -> Observe | None:
     """The observer's records of a trajectory: the updates of its process to record, counted from 1."""
     wanted = frozenset(n for n in updates if 1 <= n <= s.steps)
-    return Observe(s.output / OBSERVED / name, wanted) if s.observe and wanted else None
+    return Observe(s.output / OBSERVED / name, wanted) if s.trainer.observe and wanted else None
 
 
 def _trajectory(
@@ -102,7 +102,7 @@ def inferred(s: Settings, trajectories: Sequence[Trajectory]) -> tuple[Settings,
         found = points.infer(continuous.outcome.accepted.summary.history).points(s.steps)
     except points.EpochError as err:
         return s, [], f"--interrupt-at epochs: {err}"
-    s = replace(s, points=primary_first(found))
+    s = s.with_points(found)
     return s, [t for t in build(s, continuous) if t is not continuous], None
 
 
@@ -137,14 +137,14 @@ def build(s: Settings, continuous: Trajectory | None = None) -> list[Trajectory]
     plan.append(_trajectory(s, RESUMED_NO_RNG, rest, s.steps, negative, [*_resume(s, primary), OMIT_RNG_FLAG], primary))
     plan += faults(s, [part for part in s.faults if part != ALL])
     plan += _chains(s)
-    if s.cadence:
+    if s.trainer.cadence:
         check = CheckId(kind=CheckKind.CADENCE, trajectory=CADENCE)
         name = "writing a checkpoint every step changes nothing"
         cadence = Expectation(kind=Expect.CONCORDANT, id=check, name=name, generations=True)
         plan.append(
-            _trajectory(s, CADENCE, s.steps, s.steps, cadence, [protocol.CHECKPOINT_EVERY_FLAG, str(s.cadence)])
+            _trajectory(s, CADENCE, s.steps, s.steps, cadence, [protocol.CHECKPOINT_EVERY_FLAG, str(s.trainer.cadence)])
         )
-    if s.repeat:
+    if s.trainer.repeat:
         plan.append(reference(s, REPEAT))
     if s.launch.preempt is not None:
         plan.append(preempted(s))
@@ -258,7 +258,7 @@ def seeded(s: Settings) -> Trajectory:
 
 def _chains(s: Settings) -> list[Trajectory]:
     out = []
-    for c, chain in enumerate(s.segments, start=1):
+    for c, chain in enumerate(s.trainer.segments, start=1):
         done, before = 0, None
         for j, steps in enumerate(chain, start=1):
             name, done = f"{protocol.CHAIN_PREFIX}{c}-seg{j}", done + steps

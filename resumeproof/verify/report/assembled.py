@@ -29,7 +29,7 @@ def of_trainer(
 ) -> Verification:
     """A protocol trainer's result: judged where every restore completed and nothing failed."""
     if error is None:
-        error = _restores_failed(trajectories) or (_torch_load_all(trajectories) if s.torch_load else None)
+        error = _restores_failed(trajectories) or (_torch_load_all(trajectories) if s.subject.torch_load else None)
     error = _inputs_unchanged(trajectories) or error  # a resume that wrote its input: the likely cause of any failure
     summaries = summaries_of(trajectories)
     ran_as = {t.name: ran(t) for t in trajectories}
@@ -40,7 +40,7 @@ def of_trainer(
         return result
     checkpoints = [t.outcome.accepted.checkpoint.check(t.name) for t in trajectories if t.outcome.accepted is not None]
     result = result.judged(evaluated, checkpoints)
-    if s.plot:
+    if s.subject.plot:
         from resumeproof.verify.report import plot
 
         divergent = {t.name for t in trajectories if t.expectation and t.expectation.kind is Expect.DIVERGENT}

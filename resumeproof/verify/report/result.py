@@ -136,9 +136,9 @@ class Verification:
             protocol=protocol,
             steps=s.steps,
             interrupt_at=s.points,
-            segments=s.segments,
+            segments=s.subject.segments,
             atol=s.atol,
-            allowed={"unsafe_pickle": list(s.allow.unsafe_pickle), "opaque": list(s.allow.opaque)},
+            allowed={"unsafe_pickle": list(s.subject.allow.unsafe_pickle), "opaque": list(s.subject.allow.opaque)},
             environment=environment,
             trajectories=trajectories,
         )

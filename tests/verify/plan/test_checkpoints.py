@@ -11,7 +11,7 @@ from resumeproof.common import observation as o
 from resumeproof.verify.plan import checkpoints
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.run.trajectories import TrajectoryError
-from resumeproof.verify.settings import CHECKPOINTS, EPOCHS, GIVEN, Settings
+from resumeproof.verify.settings import CHECKPOINTS, EPOCHS, Settings
 from tests.verify.test_settings import settings_of
 
 TIMM = "{run}/checkpoint-{epoch}.pth.tar"
@@ -26,14 +26,14 @@ def settings(output: Path, pattern: str = TIMM, points: tuple[int, ...] = (), **
         "jobs": 1,
         "timeout": 60.0,
         "epochs": 3,
-        "points_from": GIVEN if points else EPOCHS,
+        **({} if points else {"points_from": EPOCHS}),
     }
     script = {"observe_script": True, "train_cmd": TRAIN, "resume_cmd": TRAIN + " --resume {checkpoint}"}
     return settings_of({"output": output, "points": points, "checkpoint": pattern, **script, **fields, **more})
 
 
 def with_checkpoint(s: Settings, pattern: str) -> Settings:
-    return replace(s, script=replace(s.scripted, checkpoint=pattern))
+    return replace(s, subject=replace(s.scripted, checkpoint=pattern))
 
 
 def ran(s: Settings, updates: int) -> Settings:
@@ -50,7 +50,7 @@ def test_n_and_the_updates_per_epoch_are_read_off_the_continuous_run_and_epoch_n
     s = settings(tmp_path)
     assert s.deferred and script_plan.interrupted(s) == [] and checkpoints.records(s) == "1-100000"
     s = ran(s, 12)
-    assert (s.steps, s.epoch_updates, checkpoints.records(s)) == (12, 4, "1-12")
+    assert (s.steps, s.scripted.epoch_updates, checkpoints.records(s)) == (12, 4, "1-12")
     assert checkpoints.path(s, Path("/r"), 4) == Path("/r/checkpoint-0.pth.tar")  # after the first epoch
     assert checkpoints.path(s, Path("/r"), 8) == Path("/r/checkpoint-1.pth.tar")
     assert script_plan.command(TRAIN, Path("/r"), s.steps, epochs=s.epochs) == ["t", "--epochs", "3", "--output", "/r"]
@@ -75,9 +75,9 @@ def test_epochs_under_an_epoch_pattern_are_the_epochs_ends_only_and_given_points
     s = ran(settings(tmp_path), 12)
     assert script_plan.epoch_points(s, {}) == (4, 8)  # no middle: {epoch} names no checkpoint of it
     assert script_plan.epoch_points(with_checkpoint(s, "{run}/s{step}"), {}) == (2, 4, 6, 8, 10)
-    checkpoints.at_epoch_ends(replace(s, points=(8, 4)))
+    checkpoints.at_epoch_ends(s.with_points((8, 4)))
     with pytest.raises(TrajectoryError, match=r"--interrupt-at 5: .* epochs here are 4 updates long: k among 4 \("):
-        checkpoints.at_epoch_ends(replace(s, points=(5,)))
+        checkpoints.at_epoch_ends(s.with_points((5,)))
 
 
 def test_a_missing_checkpoint_is_answered_in_the_patterns_unit(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from resumeproof.common import observation as o
 from resumeproof.verify.plan import script as script_plan
 from resumeproof.verify.run.trajectories import Observe, Trajectory, TrajectoryError
-from resumeproof.verify.settings import EPOCHS, GIVEN, Settings, SettingsError
+from resumeproof.verify.settings import EPOCHS, Settings, SettingsError
 from tests.verify.test_settings import settings_of
 
 
@@ -40,7 +40,7 @@ def test_templates_that_cannot_work_are_refused_naming_what_the_user_typed(tmp_p
 def _settings(output: Path, points: tuple[int, ...], train: str, resume: str, pattern: str, faults=()) -> Settings:
     fields = {"steps": 10, "points": points, "atol": 0.0, "jobs": 1, "timeout": 60.0, "faults": faults}
     script = {"observe_script": True, "train_cmd": train, "resume_cmd": resume, "checkpoint": pattern}
-    return settings_of({"output": output, "points_from": GIVEN if points else EPOCHS, **fields, **script})
+    return settings_of({"output": output, **({} if points else {"points_from": EPOCHS}), **fields, **script})
 
 
 def test_a_run_without_records_or_without_its_checkpoint_is_refused_with_what_it_did_write(tmp_path):
@@ -79,7 +79,7 @@ def test_every_resume_starts_from_the_interrupted_checkpoint_in_its_own_copy_onl
     folder to its own {run}, and {checkpoint} names the checkpoint in that copy; else the interrupted run's own."""
     resume = "t --out {run} --n {steps} --from {checkpoint}"
     s = _settings(tmp_path, (5,), "t --out {run} --n {steps}", resume, "{run}/ckpt.pt", ("model", "optimizer"))
-    s = replace(s, script=replace(s.scripted, resume_from_run=from_run))
+    s = replace(s, subject=replace(s.scripted, resume_from_run=from_run))
     interrupted = Trajectory("interrupted", [], tmp_path / "interrupted", tmp_path / "log")
     planned = script_plan.resumes(s, interrupted, 5)
     assert [t.name for t in planned] == ["resumed", "resumed-no-rng", "fault-model", "fault-optimizer"]

@@ -8,11 +8,12 @@ from resumeproof.common.protocol import CheckKind
 from resumeproof.verify.plan import trainer as trainer_plan
 from resumeproof.verify.settings import Settings
 from resumeproof.verify.vocabulary.expectation import Expect
+from tests.verify.test_settings import settings_of
 
 
 def settings(**overrides) -> Settings:
     base = {"output": Path("/r"), "steps": 10, "points": (5,), "atol": 1e-12, "train_cmd": "t", "jobs": 2}
-    return Settings(**{**base, "timeout": 60.0, **overrides})
+    return settings_of({**base, "timeout": 60.0, **overrides})
 
 
 def expected(trajectories) -> list[Expect]:

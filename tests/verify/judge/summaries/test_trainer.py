@@ -11,11 +11,18 @@ from resumeproof.verify.judge.summaries.trainer import NO_RANDOM_STATE
 from resumeproof.verify.judge.summaries.trainer import evaluate as evaluate_read
 from resumeproof.verify.plan import trainer as trainer_plan
 from resumeproof.verify.run.summary import Summary
-from resumeproof.verify.settings import Settings
+from resumeproof.verify.settings import Given, Settings
 from resumeproof.verify.vocabulary.findings import CONCORDANT, DIVERGENT
 
 SETTINGS = Settings(
-    output=Path("/r"), steps=6, points=(3,), atol=1e-12, train_cmd="t", jobs=1, timeout=60.0, faults=("model",)
+    output=Path("/r"),
+    steps=6,
+    interrupt_at=Given((3,)),
+    atol=1e-12,
+    train_cmd="t",
+    jobs=1,
+    timeout=60.0,
+    faults=("model",),
 )
 TRAJECTORIES = trainer_plan.build(SETTINGS)
 FAULT = "fault-model"
