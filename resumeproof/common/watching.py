@@ -5,7 +5,8 @@ A run started under `resumeproof watch` (or with `WATCH_ENV` set, docs/long-runs
     processes/HOST-PID.json      the observer's record of each start's first update (common/observation.py)
     saves/DIGEST.json            one per file the run saved with torch.save (DIGEST: the file's own fingerprint;
                                  `DIGEST.rank-R.json` per rank under a launcher): the state the restore must bring
-                                 back, as digests, at the moment of the save
+                                 back, as digests, at the moment of the save; once the update after it has
+                                 been fed, the batch it was fed (NEXT_BATCH)
     resumes.jsonl                one line per process start that loaded a file the run saved, appended
 
 A restart is judged once, right before its first update changes anything: each part of the state as the saved record
@@ -18,7 +19,7 @@ only. The part names are the protocol's (common/protocol.py; tests/common/test_w
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,10 @@ PARTS = {  # record key -> the part it is (the protocol's names; "hyper-paramete
     SCALERS: "scaler",
     AVERAGED: "ema",
 }
+NEXT_BATCH = "next_batch"  # the digest of the batch the update after the save was fed (observation.BATCH's digest)
+DATA = "data"  # the part named where a restart's first update is fed another batch, its generators restored
+FED_OTHERWISE = "its first update is fed another batch than the update after the save was"
+UNFED = "its batch not judged: the saving process made no update after the save"  # a note: killed, or its last save
 RNG_PREFIX = "rng-"  # a generator's part: rng-torch, rng-python, rng-numpy, rng-cuda; a kit generator's own name
 EXACT, DIFFERS, UNJUDGED = "exact", "differs", "unjudged"  # a restart's status
 SHOWN = 3  # names shown of a part's differing entries; the rest counted
@@ -97,12 +102,20 @@ class Difference:
 def compare(saved: Mapping[str, Any], now: Mapping[str, Any], restores: list[Mapping[str, Any]]) -> list[Difference]:
     """Each part of the saved state against the same part right before the restart's first update. `now` holds the
     same keys as `saved` (the generators as they are at the first update); `restores` every generator restore the
-    process made before it ({"group", "generator", "digest"}). A part the save did not record is not judged."""
+    process made before it ({"group", "generator", "digest"}). A part the save did not record is not judged. The
+    batch the first update is fed is held to the one the update after the save was fed where the record has it: the
+    data's part where the generators were restored, else said with the generators that may explain it."""
     found: list[Difference] = []
     for key, part in PARTS.items():
         if key in saved and (how := _differs(saved[key], now.get(key))) is not None:
             found.append(Difference(part, how))
-    return found + _generators(saved.get(GENERATORS) or {}, now.get(GENERATORS) or {}, restores)
+    drawn = _generators(saved.get(GENERATORS) or {}, now.get(GENERATORS) or {}, restores)
+    fed = now.get(NEXT_BATCH)
+    if NEXT_BATCH not in saved or fed is None or fed == saved[NEXT_BATCH]:
+        return found + drawn
+    if drawn:  # a batch drawn from a generator that differs: the data's position is not what the evidence shows
+        return found + [replace(d, how=f"{d.how}; {FED_OTHERWISE}, which it may explain") for d in drawn]
+    return [*found, Difference(DATA, FED_OTHERWISE)]
 
 
 def _differs(saved: Any, now: Any) -> str | None:

@@ -185,6 +185,8 @@ class Observer:
                 now[self.o.FORWARD] = {self.o.GENERATORS: self.generators(), self.o.MODEL: self.model()}
                 now[self.o.FORWARD][self.o.ATTRIBUTES] = self.attributes(module)
                 self.batch_pending = True
+            elif self.watch is not None and self.watch.awaiting:  # the batch of the update after a save
+                self.batch_pending = True
         elif self.depth == 0 and self.now() is not None:
             self.other(module)
         self.depth += 1
@@ -205,10 +207,12 @@ class Observer:
         self.depth = max(0, self.depth - 1)
         if self.depth == 0 and self.batch_pending and self.root is not None and self.root() is module:
             self.batch_pending = False
+            named = [kwargs[key] for key in sorted(kwargs) if isinstance(kwargs[key], torch.Tensor)]
+            digest = self.f.digest([a for a in args if isinstance(a, torch.Tensor)] + named)
             if (now := self.now()) is not None and self.o.FORWARD in now:
-                named = [kwargs[key] for key in sorted(kwargs) if isinstance(kwargs[key], torch.Tensor)]
-                batch = [a for a in args if isinstance(a, torch.Tensor)] + named
-                now[self.o.FORWARD][self.o.BATCH] = self.f.digest(batch)
+                now[self.o.FORWARD][self.o.BATCH] = digest
+            if self.watch is not None:
+                self.watch.fed(digest)
 
     def target(self, computed: Any, target: Any) -> None:
         """A loss function's target (a class index, a regression target): the data the loss holds the model's output

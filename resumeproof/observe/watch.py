@@ -59,6 +59,8 @@ class Watch:
         self.set_to: list[dict[str, str]] = []  # every generator's state after each restore or seed before update 1
         self.initial = o.generators()  # what "drawn from" is told against: the states before the trainer ran
         self.off: str | None = None  # why it stopped watching, once something failed
+        self.awaiting: list[tuple[int, Path, dict[str, Any]]] = []  # (updates done, record, its content) of the saves
+        # made since the last update began: each learns the batch the next update is fed
 
     def safely(self, hook: Any, *args: Any) -> None:
         """`hook(*args)`, unable to raise into the trainer: the first failure is said once and ends the watch."""
@@ -81,17 +83,33 @@ class Watch:
             "format": self.w.FORMAT,
             "file": _name(destination),
             "digest": digest,
-            "update": self.base + (self.o.update - 1 if not self.o.stepped else self.o.update),  # the run's count
+            "update": self.base + self._done(),  # the run's count
             "time": _now(),
             "process": _process(self.rank),
             "fingerprint": {**self.o.f.ALGORITHMS, "file": FILE_DIGEST},
             "state": self.state(),
         }
-        self.w.write_atomically(self.w.save_record(self.run, digest, self.rank), json.dumps(record, allow_nan=True))
+        path = self.w.save_record(self.run, digest, self.rank)
+        self.w.write_atomically(path, json.dumps(record, allow_nan=True))
+        self.awaiting.append((self._done(), path, record))
+
+    def fed(self, batch: str) -> None:
+        """The first forward pass of an update that trains was fed `batch`: where it is the update right after a
+        save, the save's record gains it, so that a restart's first update can be held to it. A save made inside an
+        update (after its forward pass) waits for no batch: the update it resumes into was fed before the save."""
+        for done, path, record in self.awaiting:
+            if self.o.update == done + 1:
+                record["state"] = {**record["state"], self.w.NEXT_BATCH: batch}
+                self.w.write_atomically(path, json.dumps(record, allow_nan=True))
+        self.awaiting = []
+
+    def _done(self) -> int:
+        """The updates this process has made, the one in progress once its step ran."""
+        return self.o.update - 1 if not self.o.stepped else self.o.update
 
     def state(self) -> dict[str, Any]:
         """What a restore must bring back, as the process holds it now; computed once per update."""
-        done = self.o.update - 1 if not self.o.stepped else self.o.update
+        done = self._done()
         if self.cached is not None and self.cached[0] == done:
             return self.cached[1]
         w, o = self.w, self.o
@@ -151,7 +169,8 @@ class Watch:
         if self.w.MODEL not in forward or self.w.OPTIMIZER not in step:  # a closure: its forward pass is to come
             return
         self.checked = True
-        restart = self.judged({**forward, **step}) if self.loaded else self.unrecorded_restart(NO_RECORD)
+        fed = {self.w.NEXT_BATCH: forward.get(self.o.o.BATCH)}
+        restart = self.judged({**forward, **step, **fed}) if self.loaded else self.unrecorded_restart(NO_RECORD)
         if restart is None:
             return
         self.base = restart.saved_update or 0
@@ -213,14 +232,19 @@ class Watch:
         if record.get("fingerprint", {}).get("cpu") != self.o.f.ALGORITHMS["cpu"]:
             return w.Restart(status=w.UNJUDGED, **{**base, "note": "its record was made with other fingerprints"})
         saver = base["saved_by"].get("rank")
-        if saver != self.rank and w.GENERATORS in saved:  # another rank's generators are not this one's
-            saved = {key: held for key, held in saved.items() if key != w.GENERATORS}
-            said = f"its generators not judged: rank {saver} saved alone"
-            base["note"] = f"{base['note']}; {said}" if base["note"] else said
+        if saver != self.rank and w.GENERATORS in saved:  # another rank's generators and batch are not this one's
+            saved = {key: held for key, held in saved.items() if key not in (w.GENERATORS, w.NEXT_BATCH)}
+            base["note"] = _also(base["note"], f"its generators and batch not judged: rank {saver} saved alone")
+        elif w.NEXT_BATCH not in saved:
+            base["note"] = _also(base["note"], w.UNFED)
         found = w.compare(saved, now, self.set_to)  # the generators as the first forward pass found them
         differences = [{"part": d.part, "how": d.how} for d in found]
         status = w.DIFFERS if found else w.EXACT
         return w.Restart(status=status, differences=differences, stopped=bool(found) and self.stop, **base)
+
+
+def _also(note: str | None, said: str) -> str:
+    return f"{note}; {said}" if note else said
 
 
 def _dcp_folder(kwargs: dict[str, Any]) -> Path | None:

@@ -67,7 +67,20 @@ def test_a_part_the_save_did_not_record_is_not_judged():
     assert watching.compare(saved, {watching.MODEL: SAVED[watching.MODEL], watching.OPTIMIZER: {}}, []) == []
 
 
+def test_a_first_update_fed_another_batch_names_the_data_only_where_the_generators_were_restored():
+    """The batch the update after the save was fed, against the restart's first: its position in the data lost where
+    every generator was restored; where one was not, the batch may have been drawn from it, and only it is named."""
+    saved = {**SAVED, watching.NEXT_BATCH: "7" * 32}
+    assert watching.compare(saved, {**NOW, watching.NEXT_BATCH: "7" * 32}, RESTORES) == []
+    fed = {**NOW, watching.NEXT_BATCH: "8" * 32}
+    assert watching.compare(saved, fed, RESTORES) == [Difference(watching.DATA, watching.FED_OTHERWISE)]
+    (drawn,) = watching.compare(saved, fed, RESTORES[1:])
+    assert drawn.part == "rng-torch" and drawn.how.endswith(f"{watching.FED_OTHERWISE}, which it may explain")
+    assert watching.compare(SAVED, fed, RESTORES) == []  # a save no update followed: no batch to hold it to
+
+
 def test_the_part_names_are_the_protocols():
+    assert watching.DATA == protocol.DATA
     assert watching.PARTS[watching.MODEL] == protocol.MODEL
     assert watching.PARTS[watching.OPTIMIZER] == protocol.OPTIMIZER
     assert watching.PARTS[watching.SCHEDULERS] == protocol.SCHEDULER

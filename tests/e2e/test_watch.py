@@ -94,6 +94,22 @@ def test_a_part_dropped_only_when_resumed_from_a_sigterm_checkpoint_is_named_and
     assert f"DIFFERS: {part}: " in summary.stdout
 
 
+@pytest.mark.parametrize("forgets", [False, True], ids=["keeps-its-place", "starts-its-epoch-over"])
+def test_a_restart_fed_another_batch_than_the_update_after_the_save_names_the_data_alone(tmp_path, forgets):
+    """A loop over a dataset in shuffled epochs, its place in the epoch saved. Every part of its state restored, a
+    resume that starts its epoch over is fed another batch than the run was after the save: the data's part named,
+    and nothing else; one that keeps its place is exact, its batch judged."""
+    run = tmp_path / "run"
+    assert watched(run, "--data", "epochs", "--die-after", "5").returncode == -9  # its checkpoint: update 4's
+    flags = ["--data", "epochs", *(["--forgets-position"] if forgets else [])]
+    resumed = watched(run, *flags, on_mismatch="stop")
+    assert resumed.returncode == (watching.STOP_EXIT if forgets else 0), resumed.stderr
+    (restart,) = restarts(run)
+    assert restart.note is None and restart.saved_update == 4  # the batch after the save was recorded: judged
+    assert restart.status == (watching.DIFFERS if forgets else watching.EXACT)
+    assert restart.differences == ([{"part": "data", "how": watching.FED_OTHERWISE}] if forgets else [])
+
+
 @pytest.mark.parametrize(
     ("damage", "said"),
     [
@@ -153,7 +169,7 @@ def test_under_torchrun_each_rank_restart_is_judged_against_the_checkpoint_rank_
         assert done.returncode == 0, done.stderr
     by_rank = {r.process["rank"]: r for r in restarts(run)}
     assert sorted(by_rank) == [0, 1] and by_rank[0].status == watching.EXACT
-    assert by_rank[1].note == "its generators not judged: rank 0 saved alone"
+    assert by_rank[1].note == "its generators and batch not judged: rank 0 saved alone"
     assert by_rank[1].status == (watching.DIFFERS if bug else watching.EXACT)
     if bug:
         assert [d["part"] for d in by_rank[1].differences] == ["optimizer"]
@@ -193,7 +209,10 @@ def test_a_dcp_checkpoint_is_recorded_by_every_rank_and_each_ranks_restart_is_ju
         "rank-1",
     ]
     by_rank = {r.process["rank"]: r for r in restarts(tmp_path)}
-    assert sorted(by_rank) == [0, 1] and all(r.note is None for r in by_rank.values())  # each rank's own record
+    assert sorted(by_rank) == [0, 1]  # each rank's own record: the generators judged, the batch not (the last save)
+    assert all(
+        r.note == "its batch not judged: the saving process made no update after the save" for r in by_rank.values()
+    )
     for restart in by_rank.values():
         assert restart.checkpoint == str(dcp_run / "run" / "checkpoint.pt") and restart.saved_update == 4
         assert restart.status == (watching.DIFFERS if omit else watching.EXACT)
