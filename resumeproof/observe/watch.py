@@ -6,7 +6,8 @@ observer records the process's first update alone; this module
   names a record of the state a restore must bring back, as the process holds it at that moment: the model's
   parameters and buffers, its modules' plain attributes, the optimizer's state and hyper-parameters, the
   schedulers, GradScalers and averaged models, and each generator the run set or drew from;
-- wraps `torch.load`: a loaded file whose fingerprint has a record is what this start resumes from;
+- wraps `torch.load`: a loaded file whose fingerprint has a record is what this start resumes from; and the same
+  for DCP's save and load and safetensors' writer and reader, once the trainer imports them;
 - once the first update has consumed its inputs and before its step changes anything (observer.py calls `ready`),
   compares the record with the state now (common/watching.compare), appends one line to resumes.jsonl and prints
   it; under `--on-mismatch stop` a restart that differs ends there, before any compute is spent on it.
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 CHUNK = 1 << 23  # bytes read at once while a file is fingerprinted
 DCP = "torch.distributed.checkpoint"  # patched once the trainer imports it: an import costs a watched process 0.6 s
 DCP_METADATA = ".metadata"
+SAFETENSORS = "safetensors"  # patched once imported: its writer and reader, before its own modules bind them
 NO_RECORD = "no record of this file: saved before the run was watched, or its process ended before the record"
 try:  # the observer's own optional import: xxh3 where it imports, else sha256
     import xxhash
@@ -350,10 +352,11 @@ def install(o: Observer, names: ModuleType, environ: dict[str, str] | Any) -> Wa
     o.restored = restored  # type: ignore[method-assign,assignment]
     o.watch = watch
     atexit.register(watch.safely, watch.ended)
-    if DCP in sys.modules:
-        _watch_dcp(sys.modules[DCP], watch)
-    else:
-        sys.meta_path.insert(0, _WhenImported(DCP, lambda module: _watch_dcp(module, watch)))
+    for name, patch in ((DCP, _watch_dcp), (SAFETENSORS, _watch_safetensors)):
+        if name in sys.modules:
+            patch(sys.modules[name], watch)
+        else:
+            sys.meta_path.insert(0, _WhenImported(name, lambda module, patch=patch: patch(module, watch)))
     return watch
 
 
@@ -376,6 +379,25 @@ def _watch_dcp(dcp: ModuleType, watch: Watch) -> None:
 
     setattr(dcp, "save", saving)  # noqa: B010
     setattr(dcp, "load", loading)  # noqa: B010
+
+
+def _watch_safetensors(safetensors: ModuleType, watch: Watch) -> None:
+    """safetensors' file writer and reader, patched in the package before anything binds them (its own `torch`
+    module, the transformers Trainer): `serialize_file` under `save_file` and `save_model`, `safe_open` under
+    `load_file`, `load_model` and a framework's own sharded reads."""
+    write, open_ = getattr(safetensors, "serialize_file"), getattr(safetensors, "safe_open")  # noqa: B009
+
+    def serialize_file(tensors: Any, filename: Any, *args: Any, **kwargs: Any) -> Any:
+        result = write(tensors, filename, *args, **kwargs)
+        watch.safely(watch.saved, filename)
+        return result
+
+    def safe_open(filename: Any, *args: Any, **kwargs: Any) -> Any:
+        watch.safely(watch.loading, filename)
+        return open_(filename, *args, **kwargs)
+
+    setattr(safetensors, "serialize_file", serialize_file)  # noqa: B010
+    setattr(safetensors, "safe_open", safe_open)  # noqa: B010
 
 
 class _WhenImported(importlib.abc.MetaPathFinder):

@@ -1,6 +1,6 @@
 """observe/watch.py: a saved file is known by its content whichever way torch.save and torch.load were given it (a
 path, an open file, an in-memory buffer a framework writes out whole, as Lightning does), and a loop that saves and
-loads that way is judged as one that names paths."""
+loads that way is judged as one that names paths; so is one that writes and reads safetensors files."""
 
 import io
 import json
@@ -82,6 +82,59 @@ def test_a_loop_that_saves_through_a_buffer_and_loads_from_an_open_file_is_judge
     assert found["keep-rng"][0]["checkpoint"].endswith("last.ckpt") and found["keep-rng"][0]["saved_update"] == 3
     assert [r["status"] for r in found["drop-rng"]] == [watching.DIFFERS]
     assert [d["part"] for d in found["drop-rng"][0]["differences"]] == ["rng-torch"]
+
+
+# The model saved with safetensors (as the transformers Trainer saves model.safetensors), the optimizer and the
+# generator with torch.save; a second start resumes every file, or (`weights-only`) only the safetensors file.
+SAFETENSORS = """
+import os, sys
+import torch
+from safetensors.torch import load_file, save_file
+out = sys.argv[1]
+torch.manual_seed(0)
+model = torch.nn.Linear(3, 1)
+optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+weights, rest = os.path.join(out, "model.safetensors"), os.path.join(out, "rest.pt")
+if os.path.exists(weights):
+    model.load_state_dict(load_file(weights))
+    if "weights-only" not in sys.argv:
+        state = torch.load(rest, weights_only=True)
+        optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"])
+for step in range(3):
+    loss = model(torch.randn(4, 3)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+save_file(model.state_dict(), weights)
+torch.save({"optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}, rest)
+"""
+
+
+def test_a_run_that_saves_its_weights_with_safetensors_is_judged_from_them_and_what_they_lack_named(tmp_path):
+    """safetensors' writer and reader are watched as torch.save's and torch.load's (patched in the package when
+    the trainer imports it, before the transformers Trainer binds `safe_open`): a restart that loads the weights
+    alone is caught by that load, and the parts it left behind named; one that loads every file is exact."""
+    script = tmp_path / "safetensors_loop.py"
+    script.write_text(SAFETENSORS)
+    found = {}
+    for how in ("whole", "weights-only"):
+        run = tmp_path / how
+        run.mkdir()
+        env = environment(dict(os.environ), run / "watch", watching.WARN)
+        for _ in range(2):
+            done = subprocess.run([sys.executable, "-B", str(script), str(run), how], env=env, capture_output=True)
+            assert done.returncode == 0, done.stderr
+        found[how] = watching.read_restarts(run / "watch")[0]
+    assert [(r.status, r.checkpoint) for r in found["whole"]] == [(watching.EXACT, str(tmp_path / "whole/rest.pt"))]
+    (alone,) = found["weights-only"]
+    assert alone.status == watching.DIFFERS and alone.checkpoint == str(tmp_path / "weights-only/model.safetensors")
+    assert [d["part"] for d in alone.differences] == ["optimizer", "rng-torch"]
+    code = (
+        "import torch\nfrom safetensors import safe_open as r, serialize_file as w\nprint(r.__qualname__, w.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-B", "-c", code], env=env, capture_output=True, text=True)
+    assert done.stdout.split() == ["_watch_safetensors.<locals>.safe_open", "serialize_file"], done.stderr
 
 
 def test_dcp_is_watched_once_the_trainer_imports_it_and_never_imported_for_it(tmp_path):
