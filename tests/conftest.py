@@ -43,36 +43,79 @@ def continuous_run(tmp_path_factory) -> Path:
     return trained(tmp_path_factory, "continuous", 10)
 
 
+class RayCluster:
+    """A real Ray cluster of two nodes on this machine (a head and a second node, `ray start --address`, each of 1 CPU
+    and no GPU, so that two jobs at once run one on each; the head has the dashboard the Jobs API needs). Each node is
+    started with `ray start --block` in its own session, so that ending its process group ends this cluster, not
+    another's (`ray stop` would stop every cluster of the user). Started again on the same ports once stopped."""
+
+    def __init__(self) -> None:
+        self.gcs, self.dashboard, self.agent, self.client, self.metrics, *self.second = free_ports(9)
+        # Ray's unix sockets lie under its temp dir and a socket's path has at most 107 bytes: under an xdist worker's
+        # base temp (.../pytest-N/popen-gw0/ray0/session_<date>_<pid>/sockets/...) it is too long: the head never
+        # comes up
+        self.temp = Path(tempfile.mkdtemp(prefix="rp-ray-"))
+        self.address = f"http://127.0.0.1:{self.dashboard}"
+        self.started: list[subprocess.Popen] = []
+
+    def start(self) -> None:
+        common = ["--block", "--num-cpus", "1", "--num-gpus", "0", "--object-store-memory", str(100 * 2**20)]
+        common += ["--disable-usage-stats"]
+        head = ["ray", "start", "--head", *common, "--port", str(self.gcs), "--dashboard-port", str(self.dashboard)]
+        head += ["--dashboard-agent-listen-port", str(self.agent), "--ray-client-server-port", str(self.client)]
+        head += ["--metrics-export-port", str(self.metrics), "--include-dashboard=true", "--temp-dir", str(self.temp)]
+        node = ["ray", "start", "--address", f"127.0.0.1:{self.gcs}", *common]
+        node += [
+            "--dashboard-agent-listen-port",
+            str(self.second[0]),
+            "--dashboard-agent-grpc-port",
+            str(self.second[1]),
+        ]
+        node += ["--metrics-export-port", str(self.second[2]), "--runtime-env-agent-port", str(self.second[3])]
+        self.started.append(_ray_node(head, self.temp / "ray-head.log"))
+        _until_ray(self.address, 1, self.started, self.temp)
+        self.started.append(_ray_node(node, self.temp / "ray-node.log"))
+        _until_ray(self.address, 2, self.started, self.temp)
+
+    @property
+    def running(self) -> bool:
+        return bool(self.started)
+
+    def stop(self) -> None:
+        for process in reversed(self.started):
+            _end_ray_node(process)
+        self.started = []
+
+
+RAY: list[RayCluster] = []  # this worker's cluster, once a test asked for one
+
+
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
-    """A real Ray cluster of two nodes on this machine (a head and a second node, `ray start --address`, each of 1 CPU
-    and no GPU, so that two jobs at once run one on each; the head has the dashboard the Jobs API needs): its
-    dashboard's address. One per worker that asks for it: the Ray tests share one xdist group ("ray"). Each node is
-    started with `ray start --block` in its own session, so that the end of the session ends this cluster (its
-    process groups), not another's (`ray stop` would stop every cluster of the user)."""
-    gcs, dashboard, agent, client, metrics, *second = free_ports(9)
-    # Ray's unix sockets lie under its temp dir and a socket's path has at most 107 bytes: under an xdist worker's
-    # base temp (.../pytest-N/popen-gw0/ray0/session_<date>_<pid>/sockets/...) it is too long: the head never comes up
-    temp = Path(tempfile.mkdtemp(prefix="rp-ray-"))
-    common = ["--block", "--num-cpus", "1", "--num-gpus", "0", "--object-store-memory", str(100 * 2**20)]
-    common += ["--disable-usage-stats"]
-    head = ["ray", "start", "--head", *common, "--port", str(gcs), "--dashboard-port", str(dashboard)]
-    head += ["--dashboard-agent-listen-port", str(agent), "--ray-client-server-port", str(client)]
-    head += ["--metrics-export-port", str(metrics), "--include-dashboard=true", "--temp-dir", str(temp)]
-    node = ["ray", "start", "--address", f"127.0.0.1:{gcs}", *common]
-    node += ["--dashboard-agent-listen-port", str(second[0]), "--dashboard-agent-grpc-port", str(second[1])]
-    node += ["--metrics-export-port", str(second[2]), "--runtime-env-agent-port", str(second[3])]
-    address, started = f"http://127.0.0.1:{dashboard}", []
+    """The Ray cluster's dashboard address. One per worker that asks for it: the Ray tests share one xdist group
+    ("ray"), and it ends once the next test needs none (`pytest_runtest_teardown`)."""
+    cluster = RayCluster()
+    RAY.append(cluster)
     try:
-        started.append(_ray_node(head, temp / "ray-head.log"))
-        _until_ray(address, 1, started, temp)
-        started.append(_ray_node(node, temp / "ray-node.log"))
-        _until_ray(address, 2, started, temp)
-        yield address
+        cluster.start()
+        yield cluster.address
     finally:
-        for process in reversed(started):
-            _end_ray_node(process)
-        shutil.rmtree(temp, ignore_errors=True)  # the cluster's own files, this fixture's only
+        cluster.stop()
+        shutil.rmtree(cluster.temp, ignore_errors=True)  # the cluster's own files, this fixture's only
+
+
+@pytest.fixture(autouse=True)
+def _ray_running(request: pytest.FixtureRequest) -> None:
+    """A test that needs the cluster after it was stopped finds it started again."""
+    if RAY and "ray_cluster" in request.fixturenames and not RAY[0].running:
+        RAY[0].start()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Ray's daemons take about a seventh of a core while idle: the cluster ends as soon as the next test on this
+    worker needs none, not at the end of the session."""
+    if RAY and RAY[0].running and "ray_cluster" not in getattr(nextitem, "fixturenames", ()):
+        RAY[0].stop()
 
 
 def _ray_node(argv: list[str], log: Path) -> subprocess.Popen:

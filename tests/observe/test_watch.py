@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import torch
 
@@ -63,21 +64,26 @@ def test_a_file_is_known_by_its_bytes_as_a_path_an_open_file_or_a_buffer(tmp_pat
     assert watch._digest_of(tmp_path / "absent.pt", written=False) is None
 
 
+def started_twice(tmp_path: Path, code: str, how: str) -> Path:
+    """`code` run twice under the watch in TMP/HOW, given that folder and HOW: its watch folder."""
+    script, run = tmp_path / "loop.py", tmp_path / how
+    script.write_text(code)
+    run.mkdir()
+    env = environment(dict(os.environ), run / "watch", watching.WARN)
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-B", str(script), str(run), how], env=env, capture_output=True)
+        assert done.returncode == 0, done.stderr
+    return run / "watch"
+
+
 def test_a_loop_that_saves_through_a_buffer_and_loads_from_an_open_file_is_judged_and_its_lost_generator_named(
     tmp_path,
 ):
-    script = tmp_path / "buffered.py"
-    script.write_text(BUFFERED)
-    found = {}
-    for keep in ("keep-rng", "drop-rng"):
-        run = tmp_path / keep
-        run.mkdir()
-        env = environment(dict(os.environ), run / "watch", watching.WARN)
-        for _ in range(2):
-            done = subprocess.run([sys.executable, "-B", str(script), str(run), keep], env=env, capture_output=True)
-            assert done.returncode == 0, done.stderr
-        lines = (run / "watch" / watching.RESUMES).read_text().splitlines()
-        found[keep] = [json.loads(line) for line in lines]
+    found = {keep: started_twice(tmp_path, BUFFERED, keep) for keep in ("keep-rng", "drop-rng")}
+    found = {
+        keep: [json.loads(line) for line in (run / watching.RESUMES).read_text().splitlines()]
+        for keep, run in found.items()
+    }
     assert [r["status"] for r in found["keep-rng"]] == [watching.EXACT]
     assert found["keep-rng"][0]["checkpoint"].endswith("last.ckpt") and found["keep-rng"][0]["saved_update"] == 3
     assert [r["status"] for r in found["drop-rng"]] == [watching.DIFFERS]
@@ -115,17 +121,9 @@ def test_a_run_that_saves_its_weights_with_safetensors_is_judged_from_them_and_w
     """safetensors' writer and reader are watched as torch.save's and torch.load's (patched in the package when
     the trainer imports it, before the transformers Trainer binds `safe_open`): a restart that loads the weights
     alone is caught by that load, and the parts it left behind named; one that loads every file is exact."""
-    script = tmp_path / "safetensors_loop.py"
-    script.write_text(SAFETENSORS)
-    found = {}
-    for how in ("whole", "weights-only"):
-        run = tmp_path / how
-        run.mkdir()
-        env = environment(dict(os.environ), run / "watch", watching.WARN)
-        for _ in range(2):
-            done = subprocess.run([sys.executable, "-B", str(script), str(run), how], env=env, capture_output=True)
-            assert done.returncode == 0, done.stderr
-        found[how] = watching.read_restarts(run / "watch")[0]
+    found = {
+        how: watching.read_restarts(started_twice(tmp_path, SAFETENSORS, how))[0] for how in ("whole", "weights-only")
+    }
     assert [(r.status, r.checkpoint) for r in found["whole"]] == [(watching.EXACT, str(tmp_path / "whole/rest.pt"))]
     (alone,) = found["weights-only"]
     assert alone.status == watching.DIFFERS and alone.checkpoint == str(tmp_path / "weights-only/model.safetensors")
@@ -133,6 +131,7 @@ def test_a_run_that_saves_its_weights_with_safetensors_is_judged_from_them_and_w
     code = (
         "import torch\nfrom safetensors import safe_open as r, serialize_file as w\nprint(r.__qualname__, w.__name__)"
     )
+    env = environment(dict(os.environ), tmp_path / "watch", watching.WARN)
     done = subprocess.run([sys.executable, "-B", "-c", code], env=env, capture_output=True, text=True)
     assert done.stdout.split() == ["_watch_safetensors.<locals>.safe_open", "serialize_file"], done.stderr
 
