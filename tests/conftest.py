@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests import slurm_cluster as slurm
-from tests.helpers import free_ports, trained
+from tests.helpers import RAY_GROUP, free_ports, trained
 
 SLOW_FIXTURES = {"slurm_cluster", "ray_cluster"}  # a real cluster per worker
 TESTS = Path(__file__).resolve().parent
@@ -112,10 +112,15 @@ def _ray_running(request: pytest.FixtureRequest) -> None:
 
 
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """Ray's daemons take about a seventh of a core while idle: the cluster ends as soon as the next test on this
-    worker needs none, not at the end of the session."""
-    if RAY and RAY[0].running and "ray_cluster" not in getattr(nextitem, "fixturenames", ()):
+    """Ray's daemons take about a seventh of a core while idle: the cluster ends once this worker is done with the
+    Ray tests (their xdist group, which runs on it in one stretch), not at the end of the session."""
+    if RAY and RAY[0].running and not (nextitem is not None and _on_ray(nextitem)):
         RAY[0].stop()
+
+
+def _on_ray(item: pytest.Item) -> bool:
+    groups = {marker.args[0] for marker in item.iter_markers("xdist_group") if marker.args}
+    return "ray_cluster" in getattr(item, "fixturenames", ()) or RAY_GROUP in groups
 
 
 def _ray_node(argv: list[str], log: Path) -> subprocess.Popen:

@@ -22,6 +22,7 @@ from tests.fuzz.pickles import RunsCode  # torch-free: fuzz workers import it to
 REPO = Path(__file__).resolve().parent.parent
 TRAINERS = Path(__file__).resolve().parent / "trainers"
 TRAIN = REPO / "train.py"
+RAY_GROUP = "ray"  # the xdist group of the tests on the Ray cluster (tests/conftest.py ends it after them)
 EXAMPLES = REPO / "examples"
 FRAMEWORK_EXAMPLES = {  # the adapters' examples, and the plain loop beside them
     "plain": EXAMPLES / "plain_dataloader.py",

@@ -24,6 +24,7 @@ from resumeproof.verify.run import accept
 from resumeproof.verify.run.trajectories import TrajectoryError
 from tests.helpers import (
     LAUNCH_TIMEOUT,
+    RAY_GROUP,
     REPO,
     TORCHRUN,
     TRAIN,
@@ -43,7 +44,7 @@ from tests.launchers import through_ray, through_slurm
 # Every verification of the world-size matrix runs each trajectory as a Ray job on the local head (issue 31: the same
 # verdicts as local processes): the tests that read them on the worker that holds the Ray tests' cluster, so that each
 # fixture is made once and one cluster serves them.
-ON_RAY = pytest.mark.xdist_group("ray")
+ON_RAY = pytest.mark.xdist_group(RAY_GROUP)
 
 
 def compared(a: dict, b: dict):

@@ -10,11 +10,11 @@ from ray.util.state import list_nodes
 
 from resumeproof.common.protocol import STANDARD_PARTS
 from tests.agreements import contradictions
-from tests.helpers import free_ports, run_verify, verification
+from tests.helpers import RAY_GROUP, free_ports, run_verify, verification
 from tests.interrupt import ctrl_c_during_two_trainers, running
 from tests.launchers import OBSERVED_SCRIPT, judged, through_ray
 
-pytestmark = pytest.mark.xdist_group("ray")  # one worker, one cluster
+pytestmark = pytest.mark.xdist_group(RAY_GROUP)  # one worker, one cluster
 
 MATRIX = ("--faults", "all", "--jobs", "2")  # the reference trainer, every part it declares omitted in turn
 SHORT = ("--steps", "6", "--interrupt-at", "3", "--jobs", "2")  # for the verifications that never run a trainer

@@ -18,10 +18,10 @@ from resumeproof.verify.run.launch import Launch, LaunchError, job
 from resumeproof.verify.run.launch.ray import Ray
 from resumeproof.verify.run.trajectories import Trajectory, run_all
 from resumeproof.verify.vocabulary.status import Status
-from tests.helpers import free_ports
+from tests.helpers import RAY_GROUP, free_ports
 from tests.verify.run.launch.test_slurm import SLEEPER, gone, wait_until
 
-pytestmark = pytest.mark.xdist_group("ray")  # one worker, one cluster
+pytestmark = pytest.mark.xdist_group(RAY_GROUP)  # one worker, one cluster
 
 
 @pytest.fixture
